@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * stackmapctl subcommands. Each takes argv from the subcommand name on
+ * (argv[0] = "report", ...) and returns the process exit status.
+ */
+#ifndef STACKMAPCTL_COMMANDS_H
+#define STACKMAPCTL_COMMANDS_H
+
+/* offline: client/cmd-segment.c */
+int cmd_info(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+
+/* offline: client/cmd-report.c */
+int cmd_report(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
+int cmd_folded(int argc, char **argv);
+
+/* control: client/cmd-control.c */
+int cmd_status(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_rotate(int argc, char **argv);
+int cmd_reset(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_reload(int argc, char **argv);
+
+/* config: client/cmd-bootcmdline.c */
+int cmd_boot_cmdline(int argc, char **argv);
+
+#endif

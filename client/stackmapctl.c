@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* stackmapctl: control a running stackmapd and read its archives offline. */
+#include <getopt.h>
+
+#include "commands.h"
+#include "log.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *args;
+	const char *help;
+} commands[] = {
+	{ "status", cmd_status, "[--json]", "state of the running daemon" },
+	{ "snapshot", cmd_snapshot, "[--json]", "flush, snapshot the stack map, finish the segment, print its path" },
+	{ "rotate", cmd_rotate, "[--json]", "finish the current segment and start a new one" },
+	{ "reset", cmd_reset, "[--json]", "reset the kernel stack map: start a new generation" },
+	{ "list", cmd_list, "[--json]", "finished segments with their time spans" },
+	{ "reload", cmd_reload, "[--json]", "reload the configuration file" },
+	{ "report", cmd_report, "SEGMENT...", "print the events, with their stacks" },
+	{ "info", cmd_info, "[--json] SEGMENT...", "header, time span, per-CPU counts, lost events" },
+	{ "verify", cmd_verify, "[--json] SEGMENT...", "check segments; exit 0 when all are intact" },
+	{ "stacks", cmd_stacks, "[--json] SEGMENT...", "print the stack table" },
+	{ "folded", cmd_folded, "[--event NAME] SEGMENT...", "folded stacks for flame graphs" },
+	{ "boot-cmdline", cmd_boot_cmdline, "[-c FILE]", "kernel arguments that start the same capture at boot" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: stackmapctl [--socket PATH] COMMAND [ARGS...]\n\nCommands:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		fprintf(f, "  %-13s %-26s %s\n", commands[i].name, commands[i].args, commands[i].help);
+	fprintf(f, "\nControl commands talk to the daemon over its socket; the others read files.\n");
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+
+	log_set_program("stackmapctl");
+	while (i < argc && argv[i][0] == '-') {
+		if (streq(argv[i], "-h") || streq(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (streq(argv[i], "--version")) {
+			printf("stackmapctl %s\n", PACKAGE_VERSION);
+			return 0;
+		} else if (streq(argv[i], "--socket") && i + 1 < argc) {
+			(void)setenv("STACKMAPD_SOCKET", argv[i + 1], 1);
+			i += 2;
+		} else {
+			log_err("unknown option '%s'", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (size_t k = 0; k < ARRAY_SIZE(commands); k++)
+		if (streq(argv[i], commands[k].name))
+			return commands[k].run(argc - i, argv + i);
+	log_err("unknown command '%s'", argv[i]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The configuration file (INI, parsed by inih): defaults, parsing, checks.
+ * Every key is validated; unknown sections and keys are errors.
+ */
+#ifndef STACKMAPD_CONFIG_H
+#define STACKMAPD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_EVENTS 256
+#define CONFIG_EXIT_INVALID 78		/* EX_CONFIG */
+
+enum config_stackmap {
+	CONFIG_STACKMAP_AUTO,
+	CONFIG_STACKMAP_ON,
+	CONFIG_STACKMAP_OFF,
+	CONFIG_STACKMAP_MAX
+};
+
+enum config_reset_mode {
+	CONFIG_RESET_LOSSLESS,
+	CONFIG_RESET_STRICT,
+	CONFIG_RESET_MODE_MAX
+};
+
+enum config_record_mode {
+	CONFIG_RECORD_STREAM,		/* write everything as it comes */
+	CONFIG_RECORD_FLIGHT,		/* overwrite buffer, write on snapshot/trigger */
+	CONFIG_RECORD_MODE_MAX
+};
+
+struct config_event {
+	char *system;			/* "kmem" */
+	char *name;			/* "kmem_cache_alloc" */
+	char *filter;			/* NULL or the filter expression */
+	bool stacktrace;		/* record a kernel stack with each hit */
+};
+
+struct config {
+	char *path;			/* file it was loaded from, NULL for defaults */
+	char *text;			/* the file's content, stored in segments */
+
+	/* [trace] */
+	char *instance;			/* "" = top level */
+	struct config_event *events;
+	unsigned nr_events;
+	bool stacktrace_all;		/* stacktrace = all */
+	uint64_t buffer_size_kb;	/* per CPU; 0 = leave as is */
+	char *clock;			/* trace clock; NULL = leave as is */
+	enum config_stackmap stackmap;
+	bool keep_tracing;		/* leave tracing running on exit */
+	enum config_record_mode record_mode;
+
+	/* [stackmap] */
+	uint64_t snapshot_interval_usec;
+	unsigned reset_fill_percent;	/* reset when the map is this full; 0 = never */
+	uint64_t reset_drops;		/* reset when drops grew by this much; 0 = never */
+	uint64_t reset_interval_usec;	/* reset at least this often; 0 = never */
+	enum config_reset_mode reset_mode;
+	uint64_t reset_guard_usec;	/* widen the ambiguous window on each side */
+
+	/* [archive] */
+	char *directory;
+	int compression_level;
+	uint64_t frame_size;		/* raw bytes per compressed page frame */
+	uint64_t segment_size;		/* rotate at this many bytes; 0 = never */
+	uint64_t segment_age_usec;	/* rotate at this age; 0 = never */
+	uint64_t max_size;		/* retention: total bytes; 0 = unlimited */
+	unsigned max_segments;		/* retention: count; 0 = unlimited */
+	unsigned keep_free_percent;	/* retention: keep this much of the fs free */
+	bool sync;			/* fsync finished segments (default yes) */
+	char *hook;			/* command run with each finished segment; NULL = none */
+
+	/* [control] */
+	char *socket_path;
+	char *socket_group;		/* group allowed besides root; NULL = root only */
+
+	/* [service] */
+	uint64_t status_interval_usec;	/* STATUS= refresh and summary log */
+};
+
+/* Fill *c with defaults (all strings allocated). Returns 0 or -ENOMEM. */
+int config_init(struct config *c);
+
+/* Free everything *c owns and reset it to zeros. */
+void config_done(struct config *c);
+
+/*
+ * Load path on top of the defaults already in *c. On error returns a
+ * negative errno and, if ret_error is not NULL, a message
+ * "PATH:LINE: KEY: what is wrong" (caller frees). *c is left in an
+ * unspecified state on error: parse into a fresh struct.
+ * tracing_dir (may be NULL) is used to check that events exist.
+ */
+int config_load(struct config *c, const char *path, const char *tracing_dir, char **ret_error);
+
+/* Same as config_load from a string (name is used in messages). */
+int config_load_string(struct config *c, const char *name, const char *text,
+		       const char *tracing_dir, char **ret_error);
+
+/*
+ * Rules that span keys. Returns 0 or -EINVAL with *ret_error set
+ * ("PATH: what is wrong").
+ */
+int config_check(const struct config *c, char **ret_error);
+
+/*
+ * Compare two valid configs: return true and a message listing the keys
+ * that need a tracing restart (instance, events, buffer, clock, stackmap)
+ * when they differ, so that reload can refuse to half-apply them.
+ */
+bool config_needs_restart(const struct config *old, const struct config *new, char **ret_keys);
+
+/*
+ * The kernel command-line arguments that start the same capture at boot
+ * (trace_event=, trace_options=, trace_buf_size=, trace_clock=,
+ * trace_trigger=, ...). *ret is allocated. Returns 0 or -errno.
+ */
+int config_boot_cmdline(const struct config *c, char **ret);
+
+/* Parsers exposed for the client and tests. Return 0 or -EINVAL. */
+int config_parse_size(const char *s, uint64_t *ret);		/* "64M", "512K", "1G", "4096" */
+int config_parse_duration(const char *s, uint64_t *ret_usec);	/* "10min", "30s", "1h", "500ms" */
+int config_parse_bool(const char *s, bool *ret);
+
+#endif

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Our tracefs instance: find tracefs, configure events, filters, stack
+ * traces, buffer size and clock as the config says, remember every change
+ * and put it all back on exit. libtracefs errors are converted to -errno
+ * here so the rest of the daemon sees one convention.
+ */
+#ifndef STACKMAPD_TRACING_H
+#define STACKMAPD_TRACING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+struct tracefs_instance;
+
+struct tracing;
+
+struct tracing_cpu_stats {
+	uint64_t entries;
+	uint64_t overrun;
+	uint64_t commit_overrun;
+	uint64_t bytes;
+	uint64_t dropped;
+	uint64_t read_events;
+};
+
+/*
+ * Locate tracefs (dir NULL: the mounted tracefs, mounting it at
+ * /sys/kernel/tracing if needed; otherwise use dir as is, e.g. a fixture
+ * tree in tests) and bind to the instance that config names, creating it
+ * if it does not exist. Changes nothing else. c is borrowed and must
+ * outlive the tracing object. On success *ret owns it.
+ */
+int tracing_open(const char *dir, const struct config *c, struct tracing **ret);
+
+/*
+ * Check, without changing anything, that everything the config asks for is
+ * possible here: events exist, filters parse (the kernel's own check is only
+ * at write time, so this checks syntax and field names against the format),
+ * clock exists, stackmap mode is possible. Returns 0 or -errno with
+ * *ret_error ("what is wrong", caller frees).
+ */
+int tracing_validate(struct tracing *t, char **ret_error);
+
+/* Top-level tracefs directory, e.g. "/sys/kernel/tracing". Borrowed. */
+const char *tracing_dir(const struct tracing *t);
+
+/* Directory of our instance (top-level dir for the top instance). Borrowed. */
+const char *tracing_instance_dir(const struct tracing *t);
+
+/* The libtracefs instance handle, NULL for the top level. Borrowed. */
+struct tracefs_instance *tracing_instance(const struct tracing *t);
+
+/* Instance name, "" for the top level. */
+const char *tracing_instance_name(const struct tracing *t);
+
+/* Number of possible CPUs and whether cpu is online. */
+int tracing_nr_cpus(const struct tracing *t);
+bool tracing_cpu_online(const struct tracing *t, int cpu);
+
+/* True if the instance's ring buffer holds unread events on any CPU. */
+bool tracing_buffer_has_data(struct tracing *t);
+
+/*
+ * Apply the changes that do not clear the ring buffer: enable events,
+ * filters, stacktrace triggers or options/stacktrace, overwrite mode,
+ * tracing_on = 1. Each change is remembered for tracing_restore().
+ * Returns 0 or -errno (after undoing what it did).
+ */
+int tracing_setup_events(struct tracing *t);
+
+/*
+ * Apply the changes that clear the ring buffer (buffer_size_kb per CPU,
+ * trace_clock) only where they differ from the current state. Callers
+ * drain the buffer first. Returns 0 or -errno.
+ */
+int tracing_setup_buffer(struct tracing *t);
+
+/*
+ * Undo every change in reverse order (unless the config says keep
+ * tracing running, then only what is safe to leave: nothing). Remove the
+ * instance if we created it. Safe to call more than once.
+ */
+void tracing_restore(struct tracing *t);
+
+/* Free (calls tracing_restore() first). Returns NULL. */
+struct tracing *tracing_free(struct tracing *t);
+
+/* per_cpu/cpuN/stats of our instance. Returns 0 or -errno. */
+int tracing_cpu_stats(struct tracing *t, int cpu, struct tracing_cpu_stats *ret);
+
+/*
+ * Call cb once for each file a segment needs to decode offline (see the
+ * FILE table in doc/segment-format.md), except kallsyms and config:
+ * header_page, header_event, formats of enabled events and of the ftrace
+ * entries, printk_formats, saved_cmdlines, saved_tgids. data is borrowed
+ * for the duration of the call. Stops at and returns the first negative
+ * value cb returns; else 0.
+ */
+int tracing_collect_files(struct tracing *t,
+			  int (*cb)(const char *name, const void *data, size_t len, void *userdata),
+			  void *userdata);
+
+/* Only saved_cmdlines and saved_tgids (they change while recording). */
+int tracing_collect_tasks(struct tracing *t,
+			  int (*cb)(const char *name, const void *data, size_t len, void *userdata),
+			  void *userdata);
+
+/* Event type id of SYSTEM/NAME from its format file, or -ENOENT. */
+int tracing_event_id(struct tracing *t, const char *system, const char *name);
+
+/* Write text to the instance's trace_marker. Returns 0 or -errno. */
+int tracing_write_marker(struct tracing *t, const char *text);
+
+/* Set tracing_on of the instance. Returns 0 or -errno. */
+int tracing_set_on(struct tracing *t, bool on);
+
+/* Sub-buffer (page) size in bytes of the instance's ring buffer. */
+int tracing_page_size(struct tracing *t);
+
+/* Name of the trace clock in use (allocated) or NULL. */
+char *tracing_clock(struct tracing *t);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+
+#include "buf.h"
+#include "util.h"
+
+int buf_reserve(struct buf *b, size_t n)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->cap - b->len >= n)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap - b->len < n) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	p = realloc(b->data, cap);
+	if (!p)
+		return -ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+int buf_append(struct buf *b, const void *p, size_t n)
+{
+	int r = buf_reserve(b, n);
+
+	if (r < 0)
+		return r;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int buf_append_u16(struct buf *b, uint16_t v)
+{
+	uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+
+	return buf_append(b, x, sizeof(x));
+}
+
+int buf_append_u32(struct buf *b, uint32_t v)
+{
+	uint8_t x[4];
+
+	put_le32(x, v);
+	return buf_append(b, x, sizeof(x));
+}
+
+int buf_append_u64(struct buf *b, uint64_t v)
+{
+	uint8_t x[8];
+
+	put_le64(x, v);
+	return buf_append(b, x, sizeof(x));
+}
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n, r;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	r = buf_reserve(b, (size_t)n + 1);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	(void)vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+void buf_reset(struct buf *b)
+{
+	b->len = 0;
+}
+
+void buf_done(struct buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

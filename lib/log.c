@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/uio.h>
+#include <systemd/sd-journal.h>
+
+#include "log.h"
+
+static int max_level = LOG_INFO;
+static const char *program;
+static bool use_journal;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void log_set_max_level(int level)
+{
+	max_level = level;
+}
+
+int log_get_max_level(void)
+{
+	return max_level;
+}
+
+void log_set_program(const char *name)
+{
+	program = name;
+}
+
+void log_set_journal(bool on)
+{
+	use_journal = on;
+}
+
+static void log_emit(int level, const char *const *fields, const char *fmt, va_list ap, int r)
+{
+	char msg[2048];
+	int n;
+
+	if (level > max_level)
+		return;
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n < 0)
+		return;
+	if (r < 0 && (size_t)n < sizeof(msg))
+		(void)snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s", strerror(-r));
+
+	if (use_journal) {
+		struct iovec iov[16];
+		char prio[32];
+		_cleanup_free_ char *m = NULL;
+		size_t k = 0;
+
+		(void)snprintf(prio, sizeof(prio), "PRIORITY=%d", level);
+		if (strprintf(&m, "MESSAGE=%s", msg) == 0) {
+			iov[k].iov_base = m;
+			iov[k++].iov_len = strlen(m);
+			iov[k].iov_base = prio;
+			iov[k++].iov_len = strlen(prio);
+			for (size_t i = 0; fields && fields[i] && k < ARRAY_SIZE(iov); i++) {
+				iov[k].iov_base = (void *)fields[i];
+				iov[k++].iov_len = strlen(fields[i]);
+			}
+			if (sd_journal_sendv(iov, (int)k) >= 0)
+				return;
+		}
+	}
+
+	pthread_mutex_lock(&log_lock);
+	if (program)
+		fprintf(stderr, "%s: %s\n", program, msg);
+	else
+		fprintf(stderr, "<%d>%s\n", level, msg);
+	pthread_mutex_unlock(&log_lock);
+}
+
+void log_msg(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emit(level, NULL, fmt, ap, 0);
+	va_end(ap);
+}
+
+int log_errno(int level, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emit(level, NULL, fmt, ap, r);
+	va_end(ap);
+	return r;
+}
+
+void log_struct(int level, const char *const *fields, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emit(level, fields, fmt, ap, 0);
+	va_end(ap);
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The segment format (doc/segment-format.md): write, read, verify, recover.
+ * Shared by the daemon and stackmapctl. Not thread-safe: the daemon's
+ * archive serializes access to a writer.
+ */
+#ifndef STACKMAPD_SEGMENT_H
+#define STACKMAPD_SEGMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEGMENT_MAGIC "SMAPSEG"		/* 8 bytes with the NUL */
+#define SEGMENT_END_MAGIC "SMAPEND"	/* 8 bytes with the NUL */
+#define SEGMENT_VERSION 1
+#define SEGMENT_REC_MAGIC 0x43524D53u	/* "SMRC" */
+#define SEGMENT_PROLOGUE_SIZE 16
+#define SEGMENT_REC_HDR_SIZE 32
+#define SEGMENT_FOOTER_SIZE 24
+#define SEGMENT_NO_CPU 0xffffffffu
+#define SEGMENT_MAX_STORED (64u << 20)
+#define SEGMENT_MAX_RAW (256u << 20)
+#define SEGMENT_SUFFIX ".smseg"
+#define SEGMENT_PART_SUFFIX ".smseg.part"
+
+enum segment_rec_type {
+	SEGMENT_REC_META = 1,
+	SEGMENT_REC_FILE = 2,
+	SEGMENT_REC_PAGES = 3,
+	SEGMENT_REC_STACKS = 4,
+	SEGMENT_REC_GENERATION = 5,
+	SEGMENT_REC_STATS = 6,
+	SEGMENT_REC_NOTE = 7,
+	SEGMENT_REC_INDEX = 8,
+	SEGMENT_REC_MAX
+};
+
+#define SEGMENT_REC_F_COMPRESSED 0x1
+
+/* STACKS entry flags */
+#define SEGMENT_STACK_F_ABSENT 0x1
+#define SEGMENT_STACK_F_TEXT 0x2
+
+/* GENERATION kinds */
+enum segment_gen_kind {
+	SEGMENT_GEN_ADOPTED = 1,
+	SEGMENT_GEN_RESET_LOSSLESS = 2,
+	SEGMENT_GEN_RESET_STRICT = 3,
+	SEGMENT_GEN_RESET_EXTERNAL = 4,
+	SEGMENT_GEN_MAX
+};
+
+/* INDEX flags */
+#define SEGMENT_INDEX_F_TRUNCATED 0x1
+#define SEGMENT_INDEX_F_FINAL 0x2
+
+/* One CPU's line in the index (host byte order in memory, LE on disk). */
+struct segment_cpu_index {
+	uint32_t cpu;
+	uint64_t pages;
+	uint64_t events;
+	uint64_t first_ts;
+	uint64_t last_ts;
+	uint64_t lost_events;
+	uint64_t bytes;
+};
+
+struct segment_index {
+	uint32_t flags;
+	uint64_t unresolved;
+	uint32_t nr_cpus;
+	struct segment_cpu_index *cpus;	/* nr_cpus entries, owned by whoever filled it */
+};
+
+/* GENERATION payload, decoded. */
+struct segment_generation {
+	uint32_t generation;
+	uint32_t prev_generation;
+	uint32_t kind;
+	uint32_t flags;
+	uint64_t window_begin;
+	uint64_t window_end;
+};
+#define SEGMENT_GENERATION_SIZE 32
+
+/* Encode/decode a GENERATION payload (32 bytes, LE). decode returns 0 or -EBADMSG. */
+void segment_generation_encode(const struct segment_generation *g, uint8_t out[SEGMENT_GENERATION_SIZE]);
+int segment_generation_decode(const void *buf, size_t len, struct segment_generation *ret);
+
+/* ---- writing ---- */
+
+struct segment_writer;
+
+/*
+ * Create DIR/NAME.smseg.part (O_EXCL) and write the prologue.
+ * name is the base name without suffix, e.g. "00000042-20261129T100000".
+ * On success *ret owns the writer. Returns 0 or -errno.
+ */
+int segment_writer_open(const char *dir, const char *name, struct segment_writer **ret);
+
+/*
+ * Append one record. If compress_level > 0 the payload is compressed into
+ * one zstd frame (with cctx if not NULL, which the caller owns and may reuse;
+ * otherwise a context of the writer's); if compress_level == 0 it is stored
+ * as is. Returns 0 or -errno; after a write error the writer is unusable
+ * (the .part file keeps the records before it).
+ */
+int segment_writer_append(struct segment_writer *w, enum segment_rec_type type, uint32_t cpu,
+			  const void *payload, size_t len, int compress_level, void *cctx);
+
+/*
+ * Append a record whose payload the caller already compressed into one zstd
+ * frame (stored, of stored_len bytes) from raw_len bytes. Lets reader threads
+ * compress outside the archive lock. Returns 0 or -errno.
+ */
+int segment_writer_append_compressed(struct segment_writer *w, enum segment_rec_type type,
+				     uint32_t cpu, const void *stored, size_t stored_len,
+				     size_t raw_len);
+
+/* Convenience: a FILE record (name NUL content), compressed at level. */
+int segment_writer_append_file(struct segment_writer *w, const char *name, const void *data,
+			       size_t len, int compress_level);
+
+/* Bytes written so far, including the prologue. */
+uint64_t segment_writer_size(const struct segment_writer *w);
+
+/* Records written so far. */
+uint32_t segment_writer_records(const struct segment_writer *w);
+
+/* Path of the file as it is now (the .part name until finished). Borrowed. */
+const char *segment_writer_path(const struct segment_writer *w);
+
+/*
+ * Write INDEX and footer, fsync, rename to the final name, fsync the
+ * directory, close. With sync = false, skip the fsyncs (tests only).
+ * On success *ret_path (if not NULL) gets the final path (caller frees).
+ * The writer is freed in every case. Returns 0 or -errno.
+ */
+int segment_writer_finish(struct segment_writer *w, const struct segment_index *idx, bool sync,
+			  char **ret_path);
+
+/* Close without finishing: the .part file stays for recovery. Returns NULL. */
+struct segment_writer *segment_writer_free(struct segment_writer *w);
+
+/* ---- reading ---- */
+
+struct segment_record {
+	enum segment_rec_type type;
+	uint16_t flags;
+	uint32_t cpu;
+	uint32_t seq;
+	uint64_t offset;	/* of the record header in the file */
+	uint64_t stored_len;
+	const uint8_t *data;	/* decompressed payload, valid until the next call */
+	size_t len;
+};
+
+struct segment_reader;
+
+/*
+ * Open a segment (finished or .part) for sequential reading. Fails only if
+ * the file cannot be opened or the prologue is invalid (then *ret_error_offset
+ * is 0 and -EBADMSG is returned). On success *ret owns the reader.
+ */
+int segment_reader_open(const char *path, struct segment_reader **ret);
+
+/*
+ * Read the next record into *rec. Returns 1 for a record, 0 at the clean end
+ * (the INDEX record was read and the footer follows, or a .part file ends on
+ * a record boundary), -EBADMSG at the first invalid or truncated record (see
+ * segment_reader_error()), other -errno on I/O errors.
+ */
+int segment_reader_next(struct segment_reader *r, struct segment_record *rec);
+
+/*
+ * After -EBADMSG: offset of the first bad byte range and a static
+ * description. Borrowed, valid while the reader lives.
+ */
+uint64_t segment_reader_error_offset(const struct segment_reader *r);
+const char *segment_reader_error(const struct segment_reader *r);
+
+/* Offset just past the last valid record read so far. */
+uint64_t segment_reader_good_offset(const struct segment_reader *r);
+
+/*
+ * True if the file ends with a valid footer pointing at a valid INDEX.
+ * Checked at open time without reading the whole file.
+ */
+bool segment_reader_complete(const struct segment_reader *r);
+
+/*
+ * The index from the trailer, if complete (else NULL). Borrowed.
+ */
+const struct segment_index *segment_reader_index(const struct segment_reader *r);
+
+/* File size in bytes. */
+uint64_t segment_reader_file_size(const struct segment_reader *r);
+
+struct segment_reader *segment_reader_free(struct segment_reader *r);
+
+/* Encode/decode an INDEX payload. decode allocates idx->cpus (caller frees). */
+int segment_index_encode(const struct segment_index *idx, uint8_t **ret, size_t *ret_len);
+int segment_index_decode(const void *buf, size_t len, struct segment_index *ret);
+
+/* ---- recovery ---- */
+
+/*
+ * Recover a .part file: truncate it after its last valid record, append a
+ * NOTE (note, may be NULL) and the given index (flags get TRUNCATED), fsync
+ * and rename to the final name. A .part file without any valid record after
+ * META is deleted (returns 0 with *ret_path = NULL). idx may be NULL when the
+ * caller cannot rebuild it: an index with no CPU lines is written.
+ * Returns 0 or -errno.
+ */
+int segment_recover(const char *part_path, const struct segment_index *idx, const char *note,
+		    char **ret_path);
+
+/* ---- names ---- */
+
+/* True if name is a finished ("...smseg") or partial segment file name. */
+bool segment_name_is_finished(const char *name);
+bool segment_name_is_part(const char *name);
+
+/* Parse the sequence number from a segment file name; returns 0 or -EINVAL. */
+int segment_name_seq(const char *name, uint64_t *ret_seq);
+
+#endif

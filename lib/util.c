@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "util.h"
+
+int strprintf(char **ret, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	*ret = s;
+	return 0;
+}
+
+int read_file(const char *path, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 4096;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 2) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	*ret = steal_ptr(buf);
+	return 0;
+}
+
+int write_file(const char *path, const char *s)
+{
+	_cleanup_close_ int fd = -1;
+
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return write_all(fd, s, strlen(s));
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int fsync_dir(const char *dir)
+{
+	_cleanup_close_ int fd = -1;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		return -errno;
+	return 0;
+}

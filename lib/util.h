@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Small helpers shared by the daemon, the client and the tests: cleanup
+ * attributes, ownership transfer, time, and checked string formatting.
+ */
+#ifndef STACKMAPD_UTIL_H
+#define STACKMAPD_UTIL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _likely_(x) __builtin_expect(!!(x), 1)
+#define _unlikely_(x) __builtin_expect(!!(x), 0)
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define USEC_PER_SEC UINT64_C(1000000)
+#define USEC_PER_MSEC UINT64_C(1000)
+#define NSEC_PER_USEC UINT64_C(1000)
+
+/* Hand ownership of *p to the caller and clear the source. */
+#define steal_ptr(p)                            \
+	({                                      \
+		typeof(p) _p_ = (p);            \
+		(p) = NULL;                     \
+		_p_;                            \
+	})
+
+static inline int steal_fd(int *fd)
+{
+	int r = *fd;
+
+	*fd = -1;
+	return r;
+}
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+
+		(void)close(*fd);
+		errno = saved;
+	}
+}
+
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		(void)fclose(*f);
+}
+
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Negative errno of the last failure, never 0 (libraries do not always set errno). */
+static inline int negative_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+static inline uint64_t now_usec(clockid_t clock)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+static inline bool streq(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+
+static inline bool startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/*
+ * Format into a newly allocated string stored in *ret (caller frees).
+ * Returns 0 or -ENOMEM; *ret is untouched on failure.
+ */
+int strprintf(char **ret, const char *fmt, ...) _printf_(2, 3);
+
+/*
+ * Read a whole file (tracefs files report size 0, so read until EOF).
+ * On success *ret holds a NUL-terminated buffer owned by the caller and
+ * *ret_len (if not NULL) its length without the NUL. Returns 0 or -errno.
+ */
+int read_file(const char *path, char **ret, size_t *ret_len);
+
+/* Write a string to a file (O_WRONLY|O_TRUNC, no create). Returns 0 or -errno. */
+int write_file(const char *path, const char *s);
+
+/* write() all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* fsync the directory that holds path (or path itself if it is a directory). */
+int fsync_dir(const char *dir);
+
+#endif

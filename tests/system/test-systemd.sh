@@ -1,0 +1,3 @@
+#!/bin/bash
+. "$top_srcdir/tests/lib.sh"
+skip "not written yet"

@@ -1,0 +1,5 @@
+#include "helpers.h"
+int main(void)
+{
+	return 77;
+}
