@@ -1,1 +1,623 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The stack table of a segment: the STACKS entry codec, and the resolver
+ * that turns an event's stack reference into frames following the
+ * generation rules of doc/segment-format.md. Resolution never guesses: an
+ * id whose generation cannot be proven, or whose entries disagree, is
+ * reported unresolved with the reason.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "stacktab.h"
+#include "util.h"
+
+#define ENTRY_HDR_SIZE 16
+#define KNOWN_FLAGS (SEGMENT_STACK_F_ABSENT | SEGMENT_STACK_F_TEXT)
+
+int stacktab_encode(struct buf *b, const struct stack_entry *e)
+{
+	size_t need = ENTRY_HDR_SIZE;
+	int r;
+
+	if (e->flags & ~KNOWN_FLAGS)
+		return -EINVAL;
+	if ((e->flags & SEGMENT_STACK_F_ABSENT) && e->nr)
+		return -EINVAL;
+	if (e->nr && !(e->flags & SEGMENT_STACK_F_TEXT) && !e->ips)
+		return -EINVAL;
+	if (e->nr && (e->flags & SEGMENT_STACK_F_TEXT) && !e->text)
+		return -EINVAL;
+
+	if (e->flags & SEGMENT_STACK_F_TEXT) {
+		for (uint16_t i = 0; i < e->nr; i++) {
+			if (!e->text[i])
+				return -EINVAL;
+			need += strlen(e->text[i]) + 1;
+		}
+	} else
+		need += (size_t)e->nr * 8;
+
+	/* Reserve everything first: the appends below cannot fail, b is never half-written. */
+	r = buf_reserve(b, need);
+	if (r < 0)
+		return r;
+	(void)buf_append_u32(b, e->generation);
+	(void)buf_append_u32(b, e->id);
+	(void)buf_append_u32(b, e->refs);
+	(void)buf_append_u16(b, e->nr);
+	(void)buf_append_u16(b, e->flags);
+	for (uint16_t i = 0; i < e->nr; i++) {
+		if (e->flags & SEGMENT_STACK_F_TEXT)
+			(void)buf_append(b, e->text[i], strlen(e->text[i]) + 1);
+		else
+			(void)buf_append_u64(b, e->ips[i]);
+	}
+	return 0;
+}
+
+int stacktab_decode(const void *payload, size_t len,
+		    int (*cb)(const struct stack_entry *e, void *userdata), void *userdata)
+{
+	_cleanup_free_ uint64_t *ips = NULL;
+	_cleanup_free_ const char **text = NULL;
+	size_t ips_cap = 0, text_cap = 0;
+	const uint8_t *p = payload, *end = p + len;
+	int r;
+
+	while (p < end) {
+		struct stack_entry e = {};
+
+		if ((size_t)(end - p) < ENTRY_HDR_SIZE)
+			return -EBADMSG;
+		e.generation = get_le32(p);
+		e.id = get_le32(p + 4);
+		e.refs = get_le32(p + 8);
+		e.nr = get_le16(p + 12);
+		e.flags = get_le16(p + 14);
+		p += ENTRY_HDR_SIZE;
+
+		if ((e.flags & SEGMENT_STACK_F_ABSENT) && e.nr)
+			return -EBADMSG;
+
+		if (e.flags & SEGMENT_STACK_F_TEXT) {
+			if (e.nr > text_cap) {
+				const char **n = realloc(text, sizeof(*text) * e.nr);
+
+				if (!n)
+					return -ENOMEM;
+				text = n;
+				text_cap = e.nr;
+			}
+			for (uint16_t i = 0; i < e.nr; i++) {
+				const uint8_t *nul = memchr(p, 0, (size_t)(end - p));
+
+				if (!nul)
+					return -EBADMSG;
+				text[i] = (const char *)p;
+				p = nul + 1;
+			}
+			e.text = text;
+		} else {
+			if ((size_t)(end - p) / 8 < e.nr)
+				return -EBADMSG;
+			if (e.nr > ips_cap) {
+				uint64_t *n = realloc(ips, sizeof(*ips) * e.nr);
+
+				if (!n)
+					return -ENOMEM;
+				ips = n;
+				ips_cap = e.nr;
+			}
+			for (uint16_t i = 0; i < e.nr; i++, p += 8)
+				ips[i] = get_le64(p);
+			e.ips = ips;
+		}
+
+		r = cb(&e, userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int stacktab_frames_equal(const struct stack_entry *a, const struct stack_entry *b)
+{
+	const uint16_t mask = SEGMENT_STACK_F_ABSENT | SEGMENT_STACK_F_TEXT;
+
+	if ((a->flags & mask) != (b->flags & mask) || a->nr != b->nr)
+		return 0;
+	for (uint16_t i = 0; i < a->nr; i++) {
+		if (a->flags & SEGMENT_STACK_F_TEXT) {
+			if (!streq(a->text[i], b->text[i]))
+				return 0;
+		} else if (a->ips[i] != b->ips[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- the resolver ---- */
+
+/* One (generation, id) of the table. e's frame pointers point into the same allocation. */
+struct tab_entry {
+	struct stack_entry e;
+	bool conflict;		/* two different stacks were seen: never resolves */
+};
+
+struct cpu_state {
+	bool strict;		/* per-CPU boundaries exist: timestamps do not matter */
+	uint32_t current;	/* generation of this CPU's events at the reader's position */
+};
+
+struct gen_record {
+	uint32_t cpu;
+	struct segment_generation g;
+};
+
+struct stacktab {
+	struct tab_entry **slots;	/* open addressing, linear probing; NULL = free */
+	size_t nr_slots;		/* power of two, 0 before the first insert */
+	size_t nr_entries;
+
+	struct segment_generation *windows;
+	size_t nr_windows;
+	bool windows_sorted;
+	bool windows_overlap;
+
+	struct gen_record *gens;	/* every GENERATION record, in the order added */
+	size_t nr_gens;
+
+	struct cpu_state *cpus;
+	size_t nr_cpus;
+
+	struct stacktab_stats stats;
+	char reason[96];
+};
+
+struct stacktab *stacktab_new(void)
+{
+	return calloc(1, sizeof(struct stacktab));
+}
+
+struct stacktab *stacktab_free(struct stacktab *t)
+{
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < t->nr_slots; i++)
+		free(t->slots[i]);
+	free(t->slots);
+	free(t->windows);
+	free(t->gens);
+	free(t->cpus);
+	free(t);
+	return NULL;
+}
+
+static uint64_t entry_key(uint32_t generation, uint32_t id)
+{
+	return (uint64_t)generation << 32 | id;
+}
+
+static size_t key_hash(uint64_t k)
+{
+	/* splitmix64 finalizer: ids are hash-table slots, generations small; spread both. */
+	k ^= k >> 30;
+	k *= UINT64_C(0xbf58476d1ce4e5b9);
+	k ^= k >> 27;
+	k *= UINT64_C(0x94d049bb133111eb);
+	k ^= k >> 31;
+	return (size_t)k;
+}
+
+static struct tab_entry **find_slot(struct tab_entry **slots, size_t nr_slots, uint64_t key)
+{
+	size_t mask = nr_slots - 1;
+
+	for (size_t i = key_hash(key) & mask;; i = (i + 1) & mask) {
+		struct tab_entry *te = slots[i];
+
+		if (!te || entry_key(te->e.generation, te->e.id) == key)
+			return &slots[i];
+	}
+}
+
+static const struct tab_entry *lookup(const struct stacktab *t, uint32_t generation, uint32_t id)
+{
+	if (!t->nr_slots)
+		return NULL;
+	return *find_slot(t->slots, t->nr_slots, entry_key(generation, id));
+}
+
+static int grow(struct stacktab *t)
+{
+	size_t n = t->nr_slots ? t->nr_slots * 2 : 1024;
+	struct tab_entry **slots;
+
+	if (t->nr_entries * 2 < t->nr_slots)
+		return 0;
+	slots = calloc(n, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nr_slots; i++) {
+		struct tab_entry *te = t->slots[i];
+
+		if (te)
+			*find_slot(slots, n, entry_key(te->e.generation, te->e.id)) = te;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nr_slots = n;
+	return 0;
+}
+
+/* A private copy of e: one allocation holding the entry and its frames. */
+static struct tab_entry *entry_dup(const struct stack_entry *e)
+{
+	size_t size = sizeof(struct tab_entry);
+	struct tab_entry *te;
+
+	if (e->flags & SEGMENT_STACK_F_TEXT) {
+		size += sizeof(char *) * e->nr;
+		for (uint16_t i = 0; i < e->nr; i++)
+			size += strlen(e->text[i]) + 1;
+	} else
+		size += sizeof(uint64_t) * e->nr;
+
+	te = malloc(size);
+	if (!te)
+		return NULL;
+	te->e = *e;
+	te->e.ips = NULL;
+	te->e.text = NULL;
+	te->conflict = false;
+	if (e->flags & SEGMENT_STACK_F_TEXT) {
+		const char **text = (const char **)(te + 1);
+		char *s = (char *)(text + e->nr);
+
+		for (uint16_t i = 0; i < e->nr; i++) {
+			size_t l = strlen(e->text[i]) + 1;
+
+			memcpy(s, e->text[i], l);
+			text[i] = s;
+			s += l;
+		}
+		te->e.text = text;
+	} else if (e->nr) {
+		uint64_t *ips = (uint64_t *)(te + 1);
+
+		memcpy(ips, e->ips, sizeof(uint64_t) * e->nr);
+		te->e.ips = ips;
+	}
+	return te;
+}
+
+static int add_entry(const struct stack_entry *e, void *userdata)
+{
+	struct stacktab *t = userdata;
+	struct tab_entry **slot, *te = NULL;
+	int r;
+
+	r = grow(t);
+	if (r < 0)
+		return r;
+	slot = find_slot(t->slots, t->nr_slots, entry_key(e->generation, e->id));
+	te = *slot;
+	if (!te) {
+		te = entry_dup(e);
+		if (!te)
+			return -ENOMEM;
+		*slot = te;
+		t->nr_entries++;
+		return 0;
+	}
+	if (te->conflict || (e->flags & SEGMENT_STACK_F_ABSENT)) {
+		/* Known to conflict, or a later ABSENT never undoes a stack seen before. */
+		te->e.refs = MAX(te->e.refs, e->refs);
+		return 0;
+	}
+	if (te->e.flags & SEGMENT_STACK_F_ABSENT) {
+		struct tab_entry *n = entry_dup(e);
+
+		if (!n)
+			return -ENOMEM;
+		free(te);
+		*slot = n;
+		return 0;
+	}
+	if (stacktab_frames_equal(&te->e, e))
+		te->e.refs = MAX(te->e.refs, e->refs);
+	else
+		te->conflict = true;
+	return 0;
+}
+
+int stacktab_add_stacks(struct stacktab *t, const void *payload, size_t len)
+{
+	return stacktab_decode(payload, len, add_entry, t);
+}
+
+static int cpu_state(struct stacktab *t, uint32_t cpu, struct cpu_state **ret)
+{
+	if (cpu >= STACKTAB_MAX_CPUS)
+		return -EINVAL;
+	if (cpu >= t->nr_cpus) {
+		size_t n = MAX((size_t)cpu + 1, t->nr_cpus * 2);
+		struct cpu_state *c;
+
+		n = MIN(n, (size_t)STACKTAB_MAX_CPUS);
+		c = realloc(t->cpus, n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		memset(c + t->nr_cpus, 0, (n - t->nr_cpus) * sizeof(*c));
+		t->cpus = c;
+		t->nr_cpus = n;
+	}
+	*ret = &t->cpus[cpu];
+	return 0;
+}
+
+static int append(void *pptr, size_t *nr, size_t size, const void *item)
+{
+	void **p = pptr;
+	void *n;
+
+	/* The capacity is implied by nr: 4, then doubled whenever nr reaches a power of two. */
+	if (*nr == 0 || (*nr >= 4 && (*nr & (*nr - 1)) == 0)) {
+		n = realloc(*p, size * (*nr ? *nr * 2 : 4));
+		if (!n)
+			return -ENOMEM;
+		*p = n;
+	}
+	memcpy((uint8_t *)*p + size * *nr, item, size);
+	(*nr)++;
+	return 0;
+}
+
+int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segment_generation *g)
+{
+	struct gen_record rec = { .cpu = cpu, .g = *g };
+	struct cpu_state *c = NULL;
+	int r;
+
+	if (cpu != SEGMENT_NO_CPU) {
+		r = cpu_state(t, cpu, &c);
+		if (r < 0)
+			return r;
+	}
+	r = append(&t->gens, &t->nr_gens, sizeof(rec), &rec);
+	if (r < 0)
+		return r;
+	if (!c) {
+		r = append(&t->windows, &t->nr_windows, sizeof(*g), g);
+		if (r < 0) {
+			t->nr_gens--;
+			return r;
+		}
+		t->windows_sorted = false;
+	} else if (!c->strict) {
+		c->strict = true;
+		c->current = g->prev_generation;
+	}
+	return 0;
+}
+
+int stacktab_cpu_boundary(struct stacktab *t, uint32_t cpu, uint32_t generation)
+{
+	struct cpu_state *c;
+	int r;
+
+	r = cpu_state(t, cpu, &c);
+	if (r < 0)
+		return r;
+	c->strict = true;
+	c->current = generation;
+	return 0;
+}
+
+static int window_cmp(const void *a, const void *b)
+{
+	const struct segment_generation *x = a, *y = b;
+
+	if (x->window_end != y->window_end)
+		return x->window_end < y->window_end ? -1 : 1;
+	if (x->window_begin != y->window_begin)
+		return x->window_begin < y->window_begin ? -1 : 1;
+	return x->generation < y->generation ? -1 : x->generation > y->generation;
+}
+
+static void sort_windows(struct stacktab *t)
+{
+	if (t->windows_sorted)
+		return;
+	qsort(t->windows, t->nr_windows, sizeof(*t->windows), window_cmp);
+	t->windows_overlap = false;
+	for (size_t i = 1; i < t->nr_windows; i++)
+		if (t->windows[i].window_begin <= t->windows[i - 1].window_end)
+			t->windows_overlap = true;
+	t->windows_sorted = true;
+}
+
+static int resolved(struct stacktab *t, enum stacktab_kind kind, const struct tab_entry *te,
+		    const struct stack_entry **ret_entry)
+{
+	t->stats.resolved[kind]++;
+	if (ret_entry)
+		*ret_entry = &te->e;
+	return 1;
+}
+
+_printf_(4, 5)
+static int unresolved(struct stacktab *t, enum stacktab_kind kind, const char **ret_reason,
+		      const char *fmt, ...)
+{
+	va_list ap;
+
+	t->stats.unresolved[kind]++;
+	va_start(ap, fmt);
+	(void)vsnprintf(t->reason, sizeof(t->reason), fmt, ap);
+	va_end(ap);
+	if (ret_reason)
+		*ret_reason = t->reason;
+	return 0;
+}
+
+static bool is_stack(const struct tab_entry *te)
+{
+	return te && !te->conflict && !(te->e.flags & SEGMENT_STACK_F_ABSENT);
+}
+
+/* The id in one known generation. */
+static int resolve_in(struct stacktab *t, enum stacktab_kind kind, uint32_t generation, uint32_t id,
+		      const struct stack_entry **ret_entry, const char **ret_reason)
+{
+	const struct tab_entry *te = lookup(t, generation, id);
+
+	if (te && te->conflict)
+		return unresolved(t, kind, ret_reason, "conflicting entries");
+	if (!is_stack(te))
+		return unresolved(t, kind, ret_reason, "id absent from generation %" PRIu32,
+				  generation);
+	return resolved(t, kind, te, ret_entry);
+}
+
+/* The id of an event that may belong to prev or to gen (inside a reset window). */
+static int resolve_ambiguous(struct stacktab *t, uint32_t prev, uint32_t gen, uint32_t id,
+			     const struct stack_entry **ret_entry, const char **ret_reason)
+{
+	const struct tab_entry *p = lookup(t, prev, id), *n = lookup(t, gen, id);
+	const enum stacktab_kind kind = STACKTAB_KERNEL_ID;
+
+	if ((p && p->conflict) || (n && n->conflict))
+		return unresolved(t, kind, ret_reason, "conflicting entries");
+	if (is_stack(p) && is_stack(n) && stacktab_frames_equal(&p->e, &n->e))
+		return resolved(t, kind, p, ret_entry);
+	/* Proven absent from the new map: the event can only have used the old one. */
+	if (is_stack(p) && n && (n->e.flags & SEGMENT_STACK_F_ABSENT))
+		return resolved(t, kind, p, ret_entry);
+	return unresolved(t, kind, ret_reason,
+			  "ambiguous between generations %" PRIu32 " and %" PRIu32, prev, gen);
+}
+
+static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
+			   const struct stack_entry **ret_entry, const char **ret_reason)
+{
+	const struct segment_generation *w;
+	size_t lo = 0, hi, n;
+
+	sort_windows(t);
+	w = t->windows;
+	n = t->nr_windows;
+
+	/* First window that ends at or after ts. */
+	hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w[mid].window_end < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+
+	if (lo < n && w[lo].window_begin <= ts) {
+		if (t->windows_overlap)
+			for (size_t k = lo + 1; k < n; k++)
+				if (w[k].window_begin <= ts)
+					return unresolved(t, STACKTAB_KERNEL_ID, ret_reason,
+							  "ambiguous between generations %" PRIu32
+							  " and %" PRIu32,
+							  w[lo].prev_generation, w[k].generation);
+		if (!w[lo].prev_generation)
+			return resolve_in(t, STACKTAB_KERNEL_ID, w[lo].generation, id, ret_entry,
+					  ret_reason);
+		return resolve_ambiguous(t, w[lo].prev_generation, w[lo].generation, id, ret_entry,
+					 ret_reason);
+	}
+	if (lo > 0)
+		return resolve_in(t, STACKTAB_KERNEL_ID, w[lo - 1].generation, id, ret_entry,
+				  ret_reason);
+	/*
+	 * Before the first window: the generation it replaced. A window without
+	 * a previous generation (a map adopted at start) is the only map there
+	 * is, so earlier events used it.
+	 */
+	return resolve_in(t, STACKTAB_KERNEL_ID, w[0].prev_generation ?: w[0].generation, id,
+			  ret_entry, ret_reason);
+}
+
+int stacktab_resolve(struct stacktab *t, uint32_t cpu, uint64_t ts, enum stacktab_kind kind,
+		     uint32_t id, const struct stack_entry **ret_entry, const char **ret_reason)
+{
+	if (kind == STACKTAB_DAEMON_REF)
+		return resolve_in(t, kind, 0, id, ret_entry, ret_reason);
+
+	if (cpu < t->nr_cpus && t->cpus[cpu].strict) {
+		if (!t->cpus[cpu].current)
+			return unresolved(t, kind, ret_reason, "no generation information");
+		return resolve_in(t, kind, t->cpus[cpu].current, id, ret_entry, ret_reason);
+	}
+	if (!t->nr_windows)
+		return unresolved(t, kind, ret_reason, "no generation information");
+	return resolve_by_time(t, ts, id, ret_entry, ret_reason);
+}
+
+void stacktab_get_stats(const struct stacktab *t, struct stacktab_stats *ret)
+{
+	*ret = t->stats;
+}
+
+size_t stacktab_size(const struct stacktab *t)
+{
+	return t->nr_entries;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct tab_entry *x = *(const struct tab_entry *const *)a;
+	const struct tab_entry *y = *(const struct tab_entry *const *)b;
+	uint64_t kx = entry_key(x->e.generation, x->e.id), ky = entry_key(y->e.generation, y->e.id);
+
+	return kx < ky ? -1 : kx > ky;
+}
+
+int stacktab_foreach(const struct stacktab *t,
+		     int (*cb)(const struct stack_entry *e, bool conflict, void *userdata),
+		     void *userdata)
+{
+	_cleanup_free_ const struct tab_entry **all = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!t->nr_entries)
+		return 0;
+	all = malloc(sizeof(*all) * t->nr_entries);
+	if (!all)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nr_slots; i++)
+		if (t->slots[i])
+			all[n++] = t->slots[i];
+	qsort(all, n, sizeof(*all), entry_cmp);
+	for (size_t i = 0; i < n; i++) {
+		r = cb(&all[i]->e, all[i]->conflict, userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int stacktab_foreach_generation(const struct stacktab *t,
+				int (*cb)(uint32_t cpu, const struct segment_generation *g,
+					  void *userdata),
+				void *userdata)
+{
+	int r;
+
+	for (size_t i = 0; i < t->nr_gens; i++) {
+		r = cb(t->gens[i].cpu, &t->gens[i].g, userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
