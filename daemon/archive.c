@@ -1,1 +1,556 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <inttypes.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <zstd.h>
+
+#include "archive.h"
+#include "stacktab.h"
+#include "transcode.h"
+#include "util.h"
+
+struct finished {
+	char *name;		/* file name in the directory */
+	uint64_t seq;
+	uint64_t bytes;
+};
+
+struct archive {
+	char *dir;
+	unsigned nr_cpus;
+	int level;
+	bool sync;
+	struct rotation_policy policy;
+	const struct archive_hooks *hooks;
+	void *userdata;
+
+	/* lock protects cur, the writer's file and the stacks/cpus of cur */
+	pthread_mutex_t lock;
+	struct archive_segment *cur;
+	ZSTD_CCtx *cctx;		/* for STACKS records, under lock */
+	struct buf stacks;		/* scratch, under lock */
+	uint64_t next_seq;
+
+	int rotate_fd;
+	atomic_bool rotate_requested;
+
+	/* main thread only */
+	struct finished *done;
+	size_t nr_done, done_cap;
+
+	atomic_uint_fast64_t frames;
+	atomic_uint_fast64_t write_errors;
+	uint64_t deleted;
+	uint64_t recovered;
+};
+
+static int finished_cmp(const void *a, const void *b)
+{
+	const struct finished *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int add_finished(struct archive *a, const char *name, uint64_t seq, uint64_t bytes)
+{
+	struct finished *f;
+
+	if (a->nr_done == a->done_cap) {
+		size_t cap = a->done_cap ? a->done_cap * 2 : 64;
+
+		f = realloc(a->done, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		a->done = f;
+		a->done_cap = cap;
+	}
+	f = &a->done[a->nr_done];
+	f->name = strdup(name);
+	if (!f->name)
+		return -ENOMEM;
+	f->seq = seq;
+	f->bytes = bytes;
+	a->nr_done++;
+	if (seq >= a->next_seq)
+		a->next_seq = seq + 1;
+	return 0;
+}
+
+/* Finish what a crash left behind: every .part becomes a finished, truncated segment. */
+static int scan_directory(struct archive *a)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	d = opendir(a->dir);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *path = NULL, *final = NULL;
+		struct stat st;
+		uint64_t seq;
+
+		if (segment_name_is_part(de->d_name)) {
+			if (strprintf(&path, "%s/%s", a->dir, de->d_name) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			r = segment_recover(path, NULL,
+					    "recovered at start: the daemon stopped before finishing "
+					    "this segment; records after the last complete one are lost",
+					    &final);
+			if (r < 0)
+				break;
+			a->recovered++;
+			if (!final)
+				continue;	/* nothing valid in it: deleted */
+			if (stat(final, &st) < 0 || segment_name_seq(strrchr(final, '/') + 1, &seq) < 0)
+				continue;
+			r = add_finished(a, strrchr(final, '/') + 1, seq, (uint64_t)st.st_size);
+		} else if (segment_name_is_finished(de->d_name)) {
+			if (segment_name_seq(de->d_name, &seq) < 0)
+				continue;
+			if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
+				continue;
+			r = add_finished(a, de->d_name, seq, (uint64_t)st.st_size);
+		}
+		if (r < 0)
+			break;
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	qsort(a->done, a->nr_done, sizeof(*a->done), finished_cmp);
+	return 0;
+}
+
+int archive_open(const struct archive_params *p, struct archive **ret)
+{
+	struct archive *a;
+	int r;
+
+	if (mkdir(p->directory, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	pthread_mutex_init(&a->lock, NULL);
+	a->rotate_fd = -1;
+	a->dir = strdup(p->directory);
+	a->nr_cpus = p->nr_cpus;
+	a->level = p->compression_level;
+	a->sync = p->sync;
+	a->policy = p->policy;
+	a->hooks = p->hooks;
+	a->userdata = p->userdata;
+	a->next_seq = 1;
+	a->cctx = ZSTD_createCCtx();
+	a->rotate_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!a->dir || !a->cctx || a->rotate_fd < 0) {
+		r = a->rotate_fd < 0 ? -errno : -ENOMEM;
+		archive_free(a);
+		return r;
+	}
+	r = scan_directory(a);
+	if (r < 0) {
+		archive_free(a);
+		return r;
+	}
+	*ret = a;
+	return 0;
+}
+
+void archive_set_policy(struct archive *a, const struct rotation_policy *policy, bool sync,
+			int compression_level)
+{
+	pthread_mutex_lock(&a->lock);
+	a->policy = *policy;
+	a->sync = sync;
+	a->level = compression_level;
+	pthread_mutex_unlock(&a->lock);
+}
+
+static struct archive_segment *segment_free_state(struct archive_segment *s)
+{
+	if (!s)
+		return NULL;
+	s->writer = segment_writer_free(s->writer);
+	free(s->name);
+	free(s->id_bitmap);
+	free(s->cpus);
+	buf_done(&s->addrs);
+	free(s);
+	return NULL;
+}
+
+static int open_segment(struct archive *a, struct archive_segment **ret)
+{
+	struct archive_segment *s;
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32];
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->seq = a->next_seq;
+	s->nr_cpus = a->nr_cpus;
+	s->cpus = calloc(a->nr_cpus, sizeof(*s->cpus));
+	s->id_bitmap = calloc(ARCHIVE_ID_BITS / 64, sizeof(uint64_t));
+	(void)gmtime_r(&now, &tm);
+	(void)strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	if (!s->cpus || !s->id_bitmap ||
+	    strprintf(&s->name, "%08" PRIu64 "-%s", s->seq, stamp) < 0) {
+		segment_free_state(s);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		s->cpus[i].cpu = i;
+	s->opened_realtime_usec = now_usec(CLOCK_REALTIME);
+	s->opened_mono_usec = now_usec(CLOCK_MONOTONIC);
+
+	r = segment_writer_open(a->dir, s->name, &s->writer);
+	if (r < 0) {
+		segment_free_state(s);
+		return r;
+	}
+	a->next_seq++;
+	if (a->hooks && a->hooks->begin) {
+		r = a->hooks->begin(a->userdata, s);
+		if (r < 0) {
+			/* an unusable head: remove the file, nothing of value is in it */
+			(void)unlink(segment_writer_path(s->writer));
+			segment_free_state(s);
+			return r;
+		}
+	}
+	*ret = s;
+	return 0;
+}
+
+int archive_start(struct archive *a)
+{
+	struct archive_segment *s;
+	int r;
+
+	r = open_segment(a, &s);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&a->lock);
+	a->cur = s;
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+static int write_stacks_locked(struct archive *a, struct archive_segment *s,
+			       struct dstack *const *refs, size_t n)
+{
+	int r;
+
+	buf_reset(&a->stacks);
+	for (size_t i = 0; i < n; i++) {
+		struct dstack *d = refs[i];
+		struct stack_entry e = {
+			.generation = 0,
+			.id = d->id,
+			.nr = d->nr,
+			.ips = d->ips,
+		};
+
+		if (d->emitted_seq == s->seq)
+			continue;
+		r = stacktab_encode(&a->stacks, &e);
+		if (r < 0)
+			return r;
+		r = buf_append(&s->addrs, d->ips, 8u * d->nr);
+		if (r < 0)
+			return r;
+		d->emitted_seq = s->seq;
+		s->dstacks++;
+	}
+	if (!a->stacks.len)
+		return 0;
+	return segment_writer_append(s->writer, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, a->stacks.data,
+				     a->stacks.len, a->level, a->cctx);
+}
+
+int archive_append_frame(struct archive *a, const struct archive_frame *f)
+{
+	struct archive_segment *s;
+	bool due = false;
+	int r = 0;
+
+	pthread_mutex_lock(&a->lock);
+	s = a->cur;
+	if (!s) {
+		r = -ESHUTDOWN;
+		goto out;
+	}
+	r = write_stacks_locked(a, s, f->refs, f->nr_refs);
+	if (r < 0)
+		goto out;
+	if (f->stored) {
+		r = segment_writer_append_compressed(s->writer, SEGMENT_REC_PAGES, f->cpu, f->stored,
+						     f->stored_len, f->raw_len);
+		if (r < 0)
+			goto out;
+	}
+	if (f->cpu < s->nr_cpus) {
+		struct segment_cpu_index *ci = &s->cpus[f->cpu];
+
+		ci->pages += f->pages;
+		ci->events += f->events;
+		ci->lost_events += f->lost_events;
+		ci->bytes += f->raw_len;
+		if (f->first_ts && !ci->first_ts)
+			ci->first_ts = f->first_ts;
+		if (f->last_ts)
+			ci->last_ts = f->last_ts;
+	}
+	for (size_t i = 0; i < f->nr_ids; i++) {
+		uint32_t id = f->ids[i];
+
+		if (id < ARCHIVE_ID_BITS) {
+			s->id_bitmap[id / 64] |= UINT64_C(1) << (id % 64);
+			s->any_ids = true;
+		}
+	}
+	if (f->boundary) {
+		uint8_t g[SEGMENT_GENERATION_SIZE];
+
+		segment_generation_encode(f->boundary, g);
+		r = segment_writer_append(s->writer, SEGMENT_REC_GENERATION, f->cpu, g, sizeof(g), 0,
+					  NULL);
+		if (r < 0)
+			goto out;
+	}
+	atomic_fetch_add(&a->frames, 1);
+	due = a->policy.segment_size && segment_writer_size(s->writer) >= a->policy.segment_size;
+out:
+	pthread_mutex_unlock(&a->lock);
+	if (r < 0)
+		atomic_fetch_add(&a->write_errors, 1);
+	if (due && !atomic_exchange(&a->rotate_requested, true)) {
+		uint64_t one = 1;
+
+		(void)!write(a->rotate_fd, &one, sizeof(one));
+	}
+	return r;
+}
+
+int archive_append_record(struct archive *a, enum segment_rec_type type, uint32_t cpu,
+			  const void *payload, size_t len)
+{
+	int r = -ESHUTDOWN;
+
+	pthread_mutex_lock(&a->lock);
+	if (a->cur)
+		r = segment_writer_append(a->cur->writer, type, cpu, payload, len,
+					  len > 256 ? a->level : 0, a->cctx);
+	pthread_mutex_unlock(&a->lock);
+	if (r < 0)
+		atomic_fetch_add(&a->write_errors, 1);
+	return r;
+}
+
+int archive_with_current(struct archive *a, int (*fn)(struct archive_segment *seg, void *userdata),
+			 void *userdata)
+{
+	int r = -ESHUTDOWN;
+
+	pthread_mutex_lock(&a->lock);
+	if (a->cur)
+		r = fn(a->cur, userdata);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+int archive_rotate_fd(const struct archive *a)
+{
+	return a->rotate_fd;
+}
+
+bool archive_take_rotate_request(struct archive *a)
+{
+	uint64_t v;
+
+	(void)!read(a->rotate_fd, &v, sizeof(v));
+	return atomic_exchange(&a->rotate_requested, false);
+}
+
+uint64_t archive_age_left(struct archive *a)
+{
+	uint64_t opened, now = now_usec(CLOCK_MONOTONIC);
+
+	pthread_mutex_lock(&a->lock);
+	opened = a->cur ? a->cur->opened_mono_usec : now;
+	pthread_mutex_unlock(&a->lock);
+	return rotation_age_left(&a->policy, now > opened ? now - opened : 0);
+}
+
+static int finish_segment(struct archive *a, struct archive_segment *s, bool final, char **ret_path)
+{
+	struct segment_index idx = { 0 };
+	_cleanup_free_ char *path = NULL;
+	struct stat st;
+	uint64_t seq = s->seq;
+	int r;
+
+	if (a->hooks && a->hooks->end) {
+		r = a->hooks->end(a->userdata, s);
+		if (r < 0) {
+			segment_free_state(s);	/* stays .part: recovered at next start */
+			return r;
+		}
+	}
+	idx.flags = s->index_flags | (final ? SEGMENT_INDEX_F_FINAL : 0);
+	idx.unresolved = s->unresolved;
+	idx.nr_cpus = s->nr_cpus;
+	idx.cpus = s->cpus;
+	r = segment_writer_finish(s->writer, &idx, a->sync, &path);
+	s->writer = NULL;
+	if (r < 0) {
+		segment_free_state(s);
+		return r;
+	}
+	if (stat(path, &st) == 0)
+		(void)add_finished(a, strrchr(path, '/') + 1, seq, (uint64_t)st.st_size);
+	if (a->hooks && a->hooks->finished)
+		a->hooks->finished(a->userdata, path, s);
+	segment_free_state(s);
+	if (ret_path)
+		*ret_path = steal_ptr(path);
+	return 0;
+}
+
+int archive_rotate(struct archive *a, bool final, char **ret_path)
+{
+	struct archive_segment *next = NULL, *old;
+	int r;
+
+	if (!final) {
+		r = open_segment(a, &next);
+		if (r < 0)
+			return r;
+	}
+	pthread_mutex_lock(&a->lock);
+	old = a->cur;
+	a->cur = next;
+	pthread_mutex_unlock(&a->lock);
+	if (!old)
+		return -ESHUTDOWN;
+
+	r = finish_segment(a, old, final, ret_path);
+	archive_enforce_retention(a);
+	return r;
+}
+
+void archive_enforce_retention(struct archive *a)
+{
+	_cleanup_free_ uint64_t *sizes = NULL;
+	uint64_t cur_size = 0, fs_total = 0, fs_free = 0;
+	struct statvfs sv;
+	size_t del;
+
+	if (!a->nr_done)
+		return;
+	sizes = calloc(a->nr_done, sizeof(*sizes));
+	if (!sizes)
+		return;
+	for (size_t i = 0; i < a->nr_done; i++)
+		sizes[i] = a->done[i].bytes;
+	pthread_mutex_lock(&a->lock);
+	if (a->cur)
+		cur_size = segment_writer_size(a->cur->writer);
+	pthread_mutex_unlock(&a->lock);
+	if (statvfs(a->dir, &sv) == 0) {
+		fs_total = (uint64_t)sv.f_blocks * sv.f_frsize;
+		fs_free = (uint64_t)sv.f_bavail * sv.f_frsize;
+	}
+	del = rotation_retention(&a->policy, sizes, a->nr_done, cur_size, fs_total, fs_free);
+	for (size_t i = 0; i < del; i++) {
+		_cleanup_free_ char *path = NULL;
+
+		if (strprintf(&path, "%s/%s", a->dir, a->done[i].name) == 0)
+			(void)unlink(path);
+		free(a->done[i].name);
+		a->deleted++;
+	}
+	if (del) {
+		memmove(a->done, a->done + del, (a->nr_done - del) * sizeof(*a->done));
+		a->nr_done -= del;
+		if (a->sync)
+			(void)fsync_dir(a->dir);
+	}
+}
+
+void archive_get_status(struct archive *a, struct archive_status *ret, char **ret_path)
+{
+	uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < a->nr_done; i++)
+		ret->bytes += a->done[i].bytes;
+	ret->segments = a->nr_done;
+	pthread_mutex_lock(&a->lock);
+	if (a->cur) {
+		ret->current_bytes = segment_writer_size(a->cur->writer);
+		ret->current_age_usec = now - a->cur->opened_mono_usec;
+		if (ret_path)
+			*ret_path = strdup(segment_writer_path(a->cur->writer));
+	} else if (ret_path) {
+		*ret_path = NULL;
+	}
+	pthread_mutex_unlock(&a->lock);
+	ret->bytes += ret->current_bytes;
+	ret->frames = atomic_load(&a->frames);
+	ret->write_errors = atomic_load(&a->write_errors);
+	ret->deleted = a->deleted;
+	ret->recovered = a->recovered;
+}
+
+int archive_foreach(struct archive *a, int (*cb)(const char *path, uint64_t bytes, void *userdata),
+		    void *userdata)
+{
+	for (size_t i = 0; i < a->nr_done; i++) {
+		_cleanup_free_ char *path = NULL;
+		int r;
+
+		if (strprintf(&path, "%s/%s", a->dir, a->done[i].name) < 0)
+			return -ENOMEM;
+		r = cb(path, a->done[i].bytes, userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+const char *archive_directory(const struct archive *a)
+{
+	return a->dir;
+}
+
+struct archive *archive_free(struct archive *a)
+{
+	if (!a)
+		return NULL;
+	a->cur = segment_free_state(a->cur);
+	for (size_t i = 0; i < a->nr_done; i++)
+		free(a->done[i].name);
+	free(a->done);
+	buf_done(&a->stacks);
+	ZSTD_freeCCtx(a->cctx);
+	if (a->rotate_fd >= 0)
+		close(a->rotate_fd);
+	pthread_mutex_destroy(&a->lock);
+	free(a->dir);
+	free(a);
+	return NULL;
+}

@@ -1,1 +1,159 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The archive directory: the segment being written (shared by all CPU
+ * readers: frames are appended under one short lock), rotation (a new
+ * segment is swapped in first, the old one is finished and fsynced outside
+ * the lock), retention, and recovery of unfinished segments at start.
+ */
+#ifndef STACKMAPD_ARCHIVE_H
+#define STACKMAPD_ARCHIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "rotation.h"
+#include "segment.h"
+
+struct dstack;
+
+#define ARCHIVE_ID_BITS (1u << 19)	/* kernel stack ids: table size is at most 2^19 */
+
+/* What one CPU reader hands over: a compressed PAGES payload and what it references. */
+struct archive_frame {
+	uint32_t cpu;
+	const void *stored;			/* one zstd frame; NULL: no pages */
+	size_t stored_len;
+	size_t raw_len;
+	uint64_t pages;
+	uint64_t events;
+	uint64_t first_ts, last_ts;		/* 0: no event */
+	uint64_t lost_events;
+	struct dstack *const *refs;		/* daemon stacks referenced by the pages */
+	size_t nr_refs;
+	const uint32_t *ids;			/* kernel stack ids referenced by the pages */
+	size_t nr_ids;
+	const struct segment_generation *boundary; /* strict reset: per-CPU boundary after the frame */
+};
+
+/* The segment being written, as the hooks see it. */
+struct archive_segment {
+	uint64_t seq;
+	char *name;				/* "00000042-20261129T100000" */
+	uint64_t opened_realtime_usec;
+	uint64_t opened_mono_usec;
+	uint64_t *id_bitmap;			/* ARCHIVE_ID_BITS bits: kernel ids referenced */
+	bool any_ids;
+	struct buf addrs;			/* u64 addresses of the daemon stacks written */
+	unsigned nr_cpus;
+	struct segment_cpu_index *cpus;		/* nr_cpus entries, indexed by cpu */
+	uint64_t dstacks;			/* daemon stack entries written */
+	uint32_t first_gen, last_gen;		/* kernel map generations; set by the owner */
+	uint64_t unresolved;
+	uint32_t index_flags;
+	struct segment_writer *writer;
+};
+
+struct archive_hooks {
+	/* A segment was opened: write its head records (main thread). */
+	int (*begin)(void *userdata, struct archive_segment *seg);
+	/* No more frames go to seg: write its tail records (main thread). */
+	int (*end)(void *userdata, struct archive_segment *seg);
+	/* seg was finished as path (main thread). */
+	void (*finished)(void *userdata, const char *path, const struct archive_segment *seg);
+};
+
+struct archive_params {
+	const char *directory;
+	unsigned nr_cpus;
+	int compression_level;
+	bool sync;
+	struct rotation_policy policy;
+	const struct archive_hooks *hooks;
+	void *userdata;
+};
+
+struct archive_status {
+	uint64_t bytes;				/* finished segments + current */
+	uint64_t segments;			/* finished */
+	uint64_t current_bytes;
+	uint64_t current_age_usec;
+	uint64_t frames;
+	uint64_t write_errors;
+	uint64_t deleted;			/* by retention since start */
+	uint64_t recovered;			/* unfinished segments finished at start */
+};
+
+struct archive;
+
+/*
+ * Open the directory (create it 0750 if missing), recover every unfinished
+ * segment in it, learn the finished ones for retention and numbering.
+ * Does not open a segment yet. p is copied (hooks/userdata borrowed).
+ * On success *ret owns the archive. Returns 0 or -errno.
+ */
+int archive_open(const struct archive_params *p, struct archive **ret);
+
+/* Change the rotation/retention policy (reload). Main thread. */
+void archive_set_policy(struct archive *a, const struct rotation_policy *policy, bool sync,
+			int compression_level);
+
+/* Open the first segment (calls hooks->begin). Main thread. Returns 0 or -errno. */
+int archive_start(struct archive *a);
+
+/*
+ * Append a frame to the current segment: the daemon stacks it references
+ * that the segment does not hold yet, the PAGES record, and the boundary.
+ * Any thread. Returns 0 or -errno (write error; counted).
+ */
+int archive_append_frame(struct archive *a, const struct archive_frame *f);
+
+/* Append any record to the current segment (main thread or readers). Returns 0 or -errno. */
+int archive_append_record(struct archive *a, enum segment_rec_type type, uint32_t cpu,
+			  const void *payload, size_t len);
+
+/*
+ * Finish the current segment: unless final, a new segment is opened and
+ * swapped in first (no frame is ever lost or duplicated). Then
+ * hooks->end, the trailer, fsync, rename, hooks->finished and retention.
+ * final also sets the FINAL index flag. Main thread. *ret_path (may be
+ * NULL) gets the finished path (caller frees). Returns 0 or -errno.
+ */
+int archive_rotate(struct archive *a, bool final, char **ret_path);
+
+/*
+ * An eventfd that becomes readable when a reader saw the segment reach its
+ * size limit; main reads it and calls archive_rotate(). Borrowed.
+ */
+int archive_rotate_fd(const struct archive *a);
+/* Clear the rotate request (after reading the eventfd). True if one was pending. */
+bool archive_take_rotate_request(struct archive *a);
+
+/* Microseconds until the current segment is due by age (UINT64_MAX: never). */
+uint64_t archive_age_left(struct archive *a);
+
+/* Delete the oldest finished segments as the policy says. Main thread. */
+void archive_enforce_retention(struct archive *a);
+
+/* Counters; path of the current segment (caller frees) if ret_path. */
+void archive_get_status(struct archive *a, struct archive_status *ret, char **ret_path);
+
+/* Call cb for each finished segment, oldest first (path is borrowed). */
+int archive_foreach(struct archive *a, int (*cb)(const char *path, uint64_t bytes, void *userdata),
+		    void *userdata);
+
+/* Directory. Borrowed. */
+const char *archive_directory(const struct archive *a);
+
+/*
+ * Run fn(seg, userdata) with the current segment locked (no frame can be
+ * appended meanwhile), e.g. to record generations. Returns fn's value.
+ */
+int archive_with_current(struct archive *a, int (*fn)(struct archive_segment *seg, void *userdata),
+			 void *userdata);
+
+/* Free without finishing the current segment (it stays .part). Returns NULL. */
+struct archive *archive_free(struct archive *a);
+
+#endif

@@ -1,1 +1,408 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Reading trace_pipe_raw: a plain read() hands back a page as soon as it
+ * holds anything (pages 5-18% full under load, many wake-ups, loss), while
+ * splice moves only full pages. So pages are taken with
+ * tracefs_cpu_buffered_read() (splice into a pipe, then read one page),
+ * and partial pages only on a flush, with tracefs_cpu_flush().
+ *
+ * The tracefs_cpu is opened non-blocking and the thread waits in its own
+ * poll() on the trace_pipe_raw fd and a wake eventfd: tracefs_cpu_stop()
+ * would make the descriptor non-blocking for good, and a flush must not
+ * end the reader. The kernel wakes a poller when buffer_percent of the
+ * buffer is filled. tracefs_cpu_flush() reads the file, not the splice pipe,
+ * so the pipe is emptied with buffered reads first: pages stay in order.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <tracefs.h>
+#include <zstd.h>
+
+#include "archive.h"
+#include "cpu_reader.h"
+#include "util.h"
+
+struct cpu_reader {
+	struct cpu_reader_params p;
+	struct tracefs_cpu *tcpu;
+	int fd;				/* trace_pipe_raw, ours; tcpu borrows it */
+	int wake_fd;
+	pthread_t thread;
+	bool running;
+
+	uint8_t *page;
+	size_t page_size;
+	struct buf frame;		/* raw pages of the frame being built */
+	uint8_t *zbuf;
+	size_t zcap;
+	ZSTD_CCtx *cctx;
+	struct transcoder tc;
+	struct page_summary acc;	/* of the frame being built */
+	uint64_t frame_pages;
+
+	atomic_bool stop;
+	atomic_uint_fast64_t flush_requested;
+	atomic_uint_fast64_t flush_done;
+	pthread_mutex_t req_lock;	/* boundary of a pending flush; markers */
+	struct segment_generation boundary;
+	uint64_t boundary_token;	/* flush token the boundary belongs to, 0: none */
+	struct page_marker markers[64];
+	size_t nr_markers;
+
+	atomic_uint_fast64_t st_pages, st_events, st_raw, st_read, st_stored;
+	atomic_uint_fast64_t st_lost, st_lost_unknown, st_parse_errors, st_write_errors, st_last_ts;
+};
+
+static void signal_fd(int fd)
+{
+	uint64_t one = 1;
+
+	if (fd >= 0)
+		(void)!write(fd, &one, sizeof(one));
+}
+
+int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
+{
+	struct cpu_reader *r;
+	int rr;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->p = *p;
+	r->wake_fd = -1;
+	r->fd = -1;
+	pthread_mutex_init(&r->req_lock, NULL);
+	{
+		char path[64];
+
+		(void)snprintf(path, sizeof(path), "per_cpu/cpu%d/trace_pipe_raw", p->cpu);
+		r->fd = tracefs_instance_file_open(p->instance, path, O_RDONLY | O_NONBLOCK);
+		if (r->fd < 0) {
+			rr = negative_errno();
+			goto fail;
+		}
+	}
+	/* our fd, so that the thread can poll() it next to its wake fd */
+	r->page_size = p->layout->page_size;
+	r->tcpu = tracefs_cpu_alloc_fd(r->fd, (int)r->page_size, true);
+	if (!r->tcpu) {
+		rr = negative_errno();
+		goto fail;
+	}
+	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r->page = malloc(r->page_size);
+	r->zcap = ZSTD_compressBound(p->frame_size + r->page_size * 2);
+	r->zbuf = malloc(r->zcap);
+	r->cctx = ZSTD_createCCtx();
+	if (r->wake_fd < 0 || !r->page || !r->zbuf || !r->cctx ||
+	    buf_reserve(&r->frame, p->frame_size + r->page_size * 2) < 0) {
+		rr = -ENOMEM;
+		goto fail;
+	}
+	(void)ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_compressionLevel, p->compression_level);
+	rr = transcoder_init(&r->tc, p->layout, p->dedup);
+	if (rr < 0)
+		goto fail;
+	*ret = r;
+	return 0;
+fail:
+	cpu_reader_free(r);
+	return rr;
+}
+
+static int emit_frame(struct cpu_reader *r, const struct segment_generation *boundary)
+{
+	struct archive_frame f = {
+		.cpu = (uint32_t)r->p.cpu,
+		.pages = r->frame_pages,
+		.events = r->acc.events,
+		.first_ts = r->acc.first_ts,
+		.last_ts = r->acc.last_ts,
+		.lost_events = r->acc.lost_events,
+		.refs = r->tc.refs,
+		.nr_refs = r->tc.nr_refs,
+		.ids = r->tc.ids,
+		.nr_ids = r->tc.nr_ids,
+		.boundary = boundary,
+	};
+	int rr;
+
+	if (!r->frame.len && !boundary)
+		return 0;
+	if (r->frame.len) {
+		size_t z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->frame.data, r->frame.len);
+
+		if (ZSTD_isError(z))
+			return -EIO;
+		f.stored = r->zbuf;
+		f.stored_len = z;
+		f.raw_len = r->frame.len;
+		atomic_fetch_add(&r->st_stored, z);
+	}
+	rr = archive_append_frame(r->p.archive, &f);
+	if (rr < 0)
+		atomic_fetch_add(&r->st_write_errors, 1);
+	buf_reset(&r->frame);
+	transcoder_reset_refs(&r->tc);
+	memset(&r->acc, 0, sizeof(r->acc));
+	r->frame_pages = 0;
+	return rr;
+}
+
+static void publish_markers(struct cpu_reader *r)
+{
+	if (!r->tc.nr_markers)
+		return;
+	pthread_mutex_lock(&r->req_lock);
+	for (unsigned i = 0; i < r->tc.nr_markers && r->nr_markers < ARRAY_SIZE(r->markers); i++)
+		r->markers[r->nr_markers++] = r->tc.markers[i];
+	pthread_mutex_unlock(&r->req_lock);
+	r->tc.nr_markers = 0;
+	signal_fd(r->p.notify_fd);
+}
+
+static int process_page(struct cpu_reader *r, size_t len)
+{
+	struct page_summary sum;
+	int rr;
+
+	if (r->frame.len && r->frame.len + len > r->p.frame_size) {
+		rr = emit_frame(r, NULL);
+		if (rr < 0 && rr != -ESHUTDOWN)
+			return rr;
+	}
+	rr = transcoder_page(&r->tc, r->page, len, &r->frame, &sum);
+	if (rr < 0)
+		return rr;
+	r->frame_pages++;
+	r->acc.events += sum.events;
+	r->acc.lost_events += sum.lost_events;
+	if (sum.first_ts && !r->acc.first_ts)
+		r->acc.first_ts = sum.first_ts;
+	if (sum.last_ts)
+		r->acc.last_ts = sum.last_ts;
+	atomic_fetch_add(&r->st_pages, 1);
+	atomic_fetch_add(&r->st_events, sum.events);
+	atomic_fetch_add(&r->st_read, len);
+	atomic_fetch_add(&r->st_raw, r->frame.len);
+	if (sum.lost_events)
+		atomic_fetch_add(&r->st_lost, sum.lost_events);
+	if (sum.lost_unknown)
+		atomic_fetch_add(&r->st_lost_unknown, 1);
+	if (sum.parse_error)
+		atomic_fetch_add(&r->st_parse_errors, 1);
+	if (sum.last_ts)
+		atomic_store(&r->st_last_ts, sum.last_ts);
+	publish_markers(r);
+	return 0;
+}
+
+/* Read every full page available now. Returns pages read or -errno. */
+static int read_full_pages(struct cpu_reader *r)
+{
+	int n = 0;
+
+	for (;;) {
+		int k = tracefs_cpu_buffered_read(r->tcpu, r->page, true);
+
+		if (k <= 0) {
+			if (k < 0 && errno != EAGAIN && errno != EINTR && errno != 0)
+				return -errno;
+			return n;
+		}
+		if (process_page(r, (size_t)k) < 0)
+			return -ENOMEM;
+		n++;
+	}
+}
+
+/* Read everything, partial pages too. */
+static int read_all(struct cpu_reader *r)
+{
+	int rr = read_full_pages(r);
+
+	if (rr < 0)
+		return rr;
+	for (;;) {
+		int k = tracefs_cpu_flush(r->tcpu, r->page);
+
+		if (k <= 0)
+			return k < 0 && errno != EAGAIN ? -errno : 0;
+		rr = process_page(r, (size_t)k);
+		if (rr < 0)
+			return rr;
+	}
+}
+
+static void do_flush(struct cpu_reader *r)
+{
+	uint64_t token = atomic_load(&r->flush_requested);
+	struct segment_generation b;
+	bool with_boundary = false;
+
+	(void)read_all(r);
+	pthread_mutex_lock(&r->req_lock);
+	if (r->boundary_token && r->boundary_token <= token) {
+		b = r->boundary;
+		with_boundary = true;
+		r->boundary_token = 0;
+	}
+	pthread_mutex_unlock(&r->req_lock);
+	(void)emit_frame(r, with_boundary ? &b : NULL);
+	atomic_store(&r->flush_done, token);
+	signal_fd(r->p.notify_fd);
+}
+
+static void *reader_thread(void *arg)
+{
+	struct cpu_reader *r = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = r->fd, .events = POLLIN },
+		{ .fd = r->wake_fd, .events = POLLIN },
+	};
+	int idle_timeout = -1;
+
+	while (!atomic_load(&r->stop)) {
+		uint64_t v;
+		int n;
+
+		n = poll(pfd, 2, idle_timeout);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents & POLLIN)
+			(void)!read(r->wake_fd, &v, sizeof(v));
+		if (atomic_load(&r->stop))
+			break;
+		if (atomic_load(&r->flush_requested) != atomic_load(&r->flush_done)) {
+			do_flush(r);
+			idle_timeout = -1;
+			continue;
+		}
+		n = read_full_pages(r);
+		/*
+		 * With buffer_percent = 0 the kernel reports the file readable
+		 * while no page is full yet; then wait on the wake fd alone for
+		 * a while instead of spinning.
+		 */
+		if (n == 0 && (pfd[0].revents & POLLIN)) {
+			pfd[0].events = 0;
+			idle_timeout = 50;
+		} else {
+			pfd[0].events = POLLIN;
+			idle_timeout = -1;
+		}
+	}
+	/* final flush: every event the buffer holds goes into the archive */
+	do_flush(r);
+	return NULL;
+}
+
+int cpu_reader_start(struct cpu_reader *r)
+{
+	int rr = pthread_create(&r->thread, NULL, reader_thread, r);
+
+	if (rr)
+		return -rr;
+	r->running = true;
+	return 0;
+}
+
+int cpu_reader_drain(struct cpu_reader *r)
+{
+	int rr = read_all(r);
+
+	if (rr < 0)
+		return rr;
+	return emit_frame(r, NULL);
+}
+
+uint64_t cpu_reader_request_flush(struct cpu_reader *r, const struct segment_generation *boundary)
+{
+	uint64_t token;
+
+	pthread_mutex_lock(&r->req_lock);
+	token = atomic_fetch_add(&r->flush_requested, 1) + 1;
+	if (boundary) {
+		r->boundary = *boundary;
+		r->boundary_token = token;
+	}
+	pthread_mutex_unlock(&r->req_lock);
+	if (!r->running) {
+		do_flush(r);
+		return token;
+	}
+	signal_fd(r->wake_fd);
+	return token;
+}
+
+bool cpu_reader_flushed(struct cpu_reader *r, uint64_t token)
+{
+	return atomic_load(&r->flush_done) >= token;
+}
+
+size_t cpu_reader_take_markers(struct cpu_reader *r, struct page_marker *out, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&r->req_lock);
+	n = MIN(max, r->nr_markers);
+	memcpy(out, r->markers, n * sizeof(*out));
+	memmove(r->markers, r->markers + n, (r->nr_markers - n) * sizeof(*out));
+	r->nr_markers -= n;
+	pthread_mutex_unlock(&r->req_lock);
+	return n;
+}
+
+void cpu_reader_stop(struct cpu_reader *r)
+{
+	if (!r->running)
+		return;
+	atomic_store(&r->stop, true);
+	signal_fd(r->wake_fd);
+	(void)pthread_join(r->thread, NULL);
+	r->running = false;
+}
+
+void cpu_reader_get_stats(struct cpu_reader *r, struct cpu_reader_stats *ret)
+{
+	ret->pages = atomic_load(&r->st_pages);
+	ret->events = atomic_load(&r->st_events);
+	ret->raw_bytes = atomic_load(&r->st_raw);
+	ret->read_bytes = atomic_load(&r->st_read);
+	ret->stored_bytes = atomic_load(&r->st_stored);
+	ret->lost_events = atomic_load(&r->st_lost);
+	ret->lost_unknown = atomic_load(&r->st_lost_unknown);
+	ret->parse_errors = atomic_load(&r->st_parse_errors);
+	ret->write_errors = atomic_load(&r->st_write_errors);
+	ret->last_ts = atomic_load(&r->st_last_ts);
+}
+
+int cpu_reader_cpu(const struct cpu_reader *r)
+{
+	return r->p.cpu;
+}
+
+struct cpu_reader *cpu_reader_free(struct cpu_reader *r)
+{
+	if (!r)
+		return NULL;
+	cpu_reader_stop(r);
+	if (r->tcpu)
+		tracefs_cpu_free_fd(r->tcpu);
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->wake_fd >= 0)
+		close(r->wake_fd);
+	transcoder_done(&r->tc);
+	buf_done(&r->frame);
+	free(r->page);
+	free(r->zbuf);
+	ZSTD_freeCCtx(r->cctx);
+	pthread_mutex_destroy(&r->req_lock);
+	free(r);
+	return NULL;
+}
