@@ -1,1 +1,286 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * stackmapd: records kernel trace events with their stacks from tracefs
+ * into rotated, self-contained segments. Runs in the foreground until
+ * SIGTERM or SIGINT; SIGHUP reloads the configuration.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "log.h"
+#include "recorder.h"
+#include "util.h"
+
+#define DEFAULT_CONFIG SYSCONFDIR "/stackmapd.conf"
+#define TRACEFS_DEFAULT "/sys/kernel/tracing"
+
+extern char **environ;
+
+struct daemon {
+	const char *config_path;
+	const char *directory_override;
+	struct config cfg;
+	struct config old_cfg;		/* kept alive until the next reload: the recorder borrowed it */
+	struct recorder *rec;
+	sd_event *event;
+	sd_event_source *status_timer;
+	unsigned hooks_running;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: stackmapd [OPTIONS]\n\n"
+		"Record kernel trace events and their stacks into rotated segments.\n\n"
+		"  -c, --config FILE     configuration file (default %s)\n"
+		"      --check           validate the configuration and exit\n"
+		"  -D, --directory DIR   archive directory (overrides [archive] directory)\n"
+		"  -d, --debug           log debug messages\n"
+		"  -h, --help            this help\n"
+		"      --version         print the version\n\n"
+		"Signals: TERM/INT stop (flushing every CPU buffer), HUP reloads the configuration.\n"
+		"Exit status: 0 stopped cleanly, 1 failure, 78 invalid configuration.\n",
+		DEFAULT_CONFIG);
+}
+
+static const char *tracing_dir_for_checks(void)
+{
+	struct stat st;
+
+	return stat(TRACEFS_DEFAULT "/events", &st) == 0 ? TRACEFS_DEFAULT : NULL;
+}
+
+/* Parse and check the config into *c. Returns 0 or -EINVAL with *ret_error set. */
+static int load_config(struct daemon *d, struct config *c, char **ret_error)
+{
+	int r;
+
+	r = config_init(c);
+	if (r < 0)
+		return r;
+	r = config_load(c, d->config_path, tracing_dir_for_checks(), ret_error);
+	if (r < 0)
+		return r;
+	if (d->directory_override) {
+		char *dir = strdup(d->directory_override);
+
+		if (!dir)
+			return -ENOMEM;
+		free(c->directory);
+		c->directory = dir;
+	}
+	return config_check(c, ret_error);
+}
+
+static int on_hook_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	d->hooks_running--;
+	if (si->si_code != CLD_EXITED || si->si_status != 0)
+		log_warn("segment hook (pid %d) failed with %s %d, continuing", (int)si->si_pid,
+			 si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
+	sd_event_source_unref(s);
+	return 0;
+}
+
+/* Run the configured hook with the finished segment's path; never blocks recording. */
+static void on_segment(void *userdata, const char *path)
+{
+	struct daemon *d = userdata;
+	char *argv[] = { "/bin/sh", "-c", NULL, "stackmapd-hook", (char *)path, NULL };
+	_cleanup_free_ char *cmd = NULL;
+	sd_event_source *child;
+	pid_t pid;
+	int r;
+
+	if (!d->cfg.hook || !*d->cfg.hook)
+		return;
+	if (d->hooks_running >= 8) {
+		log_warn("8 segment hooks still running, not running it for '%s', continuing", path);
+		return;
+	}
+	if (strprintf(&cmd, "%s \"$1\"", d->cfg.hook) < 0)
+		return;
+	argv[2] = cmd;
+	r = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+	if (r != 0) {
+		log_errno(LOG_WARNING, -r, "cannot run the segment hook, continuing");
+		return;
+	}
+	d->hooks_running++;
+	/* the source is released by on_hook_exit() */
+	if (sd_event_add_child(d->event, &child, pid, WEXITED, on_hook_exit, d) < 0)
+		d->hooks_running--;
+}
+
+static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	log_info("received signal %d, stopping", (int)si->ssi_signo);
+	return sd_event_exit(d->event, 0);
+}
+
+static void reload(struct daemon *d)
+{
+	_cleanup_free_ char *error = NULL, *restart = NULL;
+	struct config next = { 0 };
+	int r;
+
+	r = load_config(d, &next, &error);
+	if (r < 0) {
+		log_err("reload failed, keeping the running configuration: %s",
+			error ? error : strerror(-r));
+		config_done(&next);
+		return;
+	}
+	r = recorder_reload(d->rec, &next, &restart);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "reload failed, keeping the running configuration");
+		config_done(&next);
+		return;
+	}
+	config_done(&d->old_cfg);
+	d->old_cfg = d->cfg;
+	d->cfg = next;
+	if (restart)
+		log_warn("reloaded; these settings take effect only after a restart: %s", restart);
+	else
+		log_info("reloaded '%s'", d->config_path);
+}
+
+static int on_reload_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	reload(userdata);
+	return 0;
+}
+
+static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	char line[256];
+
+	(void)recorder_summary(d->rec, line, sizeof(line));
+	log_info("%s", line);
+	return sd_event_source_set_time_relative(s, d->cfg.status_interval_usec);
+}
+
+static int setup_loop(struct daemon *d)
+{
+	sigset_t ss;
+	int r;
+
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGHUP);
+	sigaddset(&ss, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
+		return -errno;
+	r = sd_event_default(&d->event);
+	if (r < 0)
+		return r;
+	r = sd_event_add_signal(d->event, NULL, SIGTERM, on_stop_signal, d);
+	if (r >= 0)
+		r = sd_event_add_signal(d->event, NULL, SIGINT, on_stop_signal, d);
+	if (r >= 0)
+		r = sd_event_add_signal(d->event, NULL, SIGHUP, on_reload_signal, d);
+	if (r >= 0)
+		r = sd_event_add_time_relative(d->event, &d->status_timer, CLOCK_MONOTONIC,
+					       d->cfg.status_interval_usec, 0, on_status_timer, d);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(d->status_timer, SD_EVENT_ON);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'C' },
+		{ "directory", required_argument, NULL, 'D' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{}
+	};
+	struct daemon d = { .config_path = DEFAULT_CONFIG };
+	_cleanup_free_ char *error = NULL;
+	bool check = false;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "c:D:dh", options, NULL)) >= 0) {
+		switch (c) {
+		case 'c':
+			d.config_path = optarg;
+			break;
+		case 'C':
+			check = true;
+			break;
+		case 'D':
+			d.directory_override = optarg;
+			break;
+		case 'd':
+			log_set_max_level(LOG_DEBUG);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("stackmapd %s\n", PACKAGE_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		log_err("unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+
+	/* Nothing touches tracefs before the configuration is known to be valid. */
+	r = load_config(&d, &d.cfg, &error);
+	if (r < 0) {
+		log_err("%s", error ? error : strerror(-r));
+		config_done(&d.cfg);
+		return CONFIG_EXIT_INVALID;
+	}
+	if (check) {
+		printf("%s: configuration is valid\n", d.config_path);
+		config_done(&d.cfg);
+		return 0;
+	}
+
+	r = recorder_new(&d.cfg, &d.rec, &error);
+	if (r < 0) {
+		log_err("%s", error ? error : strerror(-r));
+		config_done(&d.cfg);
+		return r == -EINVAL ? CONFIG_EXIT_INVALID : 1;
+	}
+	r = setup_loop(&d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot set up the event loop");
+		goto out;
+	}
+	r = recorder_start(d.rec, d.event, on_segment, &d);
+	if (r < 0)
+		goto out;
+	r = sd_event_loop(d.event);
+	if (r < 0)
+		log_errno(LOG_ERR, r, "event loop failed");
+	recorder_stop(d.rec);
+out:
+	d.rec = recorder_free(d.rec);
+	sd_event_source_disable_unref(d.status_timer);
+	sd_event_unref(d.event);
+	config_done(&d.cfg);
+	config_done(&d.old_cfg);
+	return r < 0 ? 1 : 0;
+}
