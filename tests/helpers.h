@@ -66,7 +66,8 @@ static inline void test_rmtree(const char *dir)
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
+			continue;
 		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
 			test_rmtree(p);
 		else
