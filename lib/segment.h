@@ -101,10 +101,14 @@ int segment_writer_open(const char *dir, const char *name, struct segment_writer
 
 /*
  * Append one record. If compress_level > 0 the payload is compressed into
- * one zstd frame (with cctx if not NULL, which the caller owns and may reuse;
+ * one zstd frame (with cctx if not NULL: a ZSTD_CCtx * which the caller owns
+ * and may reuse, whose compression level and content-size flag are set here;
  * otherwise a context of the writer's); if compress_level == 0 it is stored
- * as is. Returns 0 or -errno; after a write error the writer is unusable
- * (the .part file keeps the records before it).
+ * as is. The first record must be META, and only the first; INDEX is written
+ * by segment_writer_finish() only. payload is borrowed. Returns 0, -EINVAL
+ * (bad type, order or level), -EFBIG (over the limits) or -errno; after a
+ * write error the writer is unusable (the .part file keeps the records
+ * before it).
  */
 int segment_writer_append(struct segment_writer *w, enum segment_rec_type type, uint32_t cpu,
 			  const void *payload, size_t len, int compress_level, void *cctx);
@@ -112,7 +116,10 @@ int segment_writer_append(struct segment_writer *w, enum segment_rec_type type, 
 /*
  * Append a record whose payload the caller already compressed into one zstd
  * frame (stored, of stored_len bytes) from raw_len bytes. Lets reader threads
- * compress outside the archive lock. Returns 0 or -errno.
+ * compress outside the archive lock; stored is written from the caller's
+ * buffer (borrowed), without a copy. The frame must record its content size
+ * (ZSTD_compress2/ZSTD_compressCCtx do) equal to raw_len and be exactly
+ * stored_len bytes long, else -EINVAL. Returns 0 or -errno.
  */
 int segment_writer_append_compressed(struct segment_writer *w, enum segment_rec_type type,
 				     uint32_t cpu, const void *stored, size_t stored_len,
@@ -132,10 +139,12 @@ uint32_t segment_writer_records(const struct segment_writer *w);
 const char *segment_writer_path(const struct segment_writer *w);
 
 /*
- * Write INDEX and footer, fsync, rename to the final name, fsync the
- * directory, close. With sync = false, skip the fsyncs (tests only).
- * On success *ret_path (if not NULL) gets the final path (caller frees).
- * The writer is freed in every case. Returns 0 or -errno.
+ * Write INDEX (idx, borrowed; NULL: no CPU lines) and footer, fsync, rename
+ * to the final name, fsync the directory, close. With sync = false, skip the
+ * fsyncs (tests only). On success *ret_path (if not NULL) gets the final
+ * path (caller frees). The writer is freed in every case. Returns 0, -EINVAL
+ * if no record (not even META) was written, or -errno; on failure the .part
+ * file stays for recovery.
  */
 int segment_writer_finish(struct segment_writer *w, const struct segment_index *idx, bool sync,
 			  char **ret_path);
@@ -160,8 +169,10 @@ struct segment_reader;
 
 /*
  * Open a segment (finished or .part) for sequential reading. Fails only if
- * the file cannot be opened or the prologue is invalid (then *ret_error_offset
- * is 0 and -EBADMSG is returned). On success *ret owns the reader.
+ * the file cannot be opened or read (-errno; -EINVAL if it is not a regular
+ * file), or the prologue is invalid: -EBADMSG if it is missing, damaged or
+ * not a segment's, -EPROTONOSUPPORT if it is intact but names another format
+ * version. On success *ret owns the reader (free with segment_reader_free()).
  */
 int segment_reader_open(const char *path, struct segment_reader **ret);
 
@@ -207,14 +218,45 @@ int segment_index_decode(const void *buf, size_t len, struct segment_index *ret)
 
 /*
  * Recover a .part file: truncate it after its last valid record, append a
- * NOTE (note, may be NULL) and the given index (flags get TRUNCATED), fsync
- * and rename to the final name. A .part file without any valid record after
- * META is deleted (returns 0 with *ret_path = NULL). idx may be NULL when the
- * caller cannot rebuild it: an index with no CPU lines is written.
- * Returns 0 or -errno.
+ * NOTE (note, may be NULL; the NOTE adds what was kept and where and why the
+ * file was cut) and the given index (flags get TRUNCATED), fsync and rename
+ * to the final name, fsync the directory. A .part file without any valid
+ * record after META (or without a valid prologue) is deleted (returns 0 with
+ * *ret_path = NULL). idx may be NULL when the caller cannot rebuild it: an
+ * index with no CPU lines is written. If the file holds its own valid INDEX
+ * record (the writer stopped while writing the footer), that index is used
+ * instead of idx. A .part that is already complete (stopped between
+ * finishing and renaming) is renamed unchanged. On success *ret_path (if
+ * not NULL) gets the final path (caller frees). Returns 0, -EINVAL if
+ * part_path does not end in .smseg.part, or -errno (-EPROTONOSUPPORT: a
+ * segment of another format version, left alone).
  */
 int segment_recover(const char *part_path, const struct segment_index *idx, const char *note,
 		    char **ret_path);
+
+/* ---- helpers ---- */
+
+/* Name of a record type ("META", ...), or NULL if the type is unknown. Static. */
+const char *segment_rec_type_name(unsigned int type);
+
+/* Ring-buffer page commit word (doc/segment-format.md, PAGES payload). */
+#define SEGMENT_PAGE_COMMIT_MASK 0xfffffu
+#define SEGMENT_PAGE_MISSED_STORED (1u << 30)
+#define SEGMENT_PAGE_MISSED_EVENTS (1u << 31)
+
+/*
+ * Length of the compacted page at the start of buf (len bytes available) in
+ * a PAGES payload: 8 + long_size header bytes, commit & COMMIT_MASK data
+ * bytes, and long_size bytes of missed-event count if MISSED_STORED is set.
+ * long_size (4 or 8) and big_endian describe the traced kernel (META
+ * long_size and byte_order); page_size is META page_size, or 0 if unknown.
+ * Returns the length (> 0), or -EBADMSG if the page is cut short, its commit
+ * word has unknown bits set, or it would not fit in page_size bytes once
+ * padded; -EINVAL for a bad long_size. Reading the page needs a buffer of
+ * MAX(page_size, length) bytes, zero-padded.
+ */
+int segment_page_len(const void *buf, size_t len, unsigned int long_size, bool big_endian,
+		     size_t page_size);
 
 /* ---- names ---- */
 
