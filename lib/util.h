@@ -7,6 +7,7 @@
 #define STACKMAPD_UTIL_H
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
