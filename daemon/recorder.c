@@ -7,63 +7,17 @@
 
 #include "archive.h"
 #include "config.h"
+#include "generations.h"
 #include "cpu_reader.h"
 #include "ksyms.h"
 #include "log.h"
-#include "recorder.h"
+#include "recorder-internal.h"
 #include "tracing.h"
 #include "transcode.h"
 #include "util.h"
 
 #define STACK_REF_EVENT_ID 65000
 #define DEDUP_MAX_STACKS (1u << 20)
-
-struct file_item {
-	char *name;
-	void *data;
-	size_t len;
-};
-
-struct flush_op {
-	struct flush_op *next;
-	uint64_t *tokens;			/* per reader */
-	void (*cont)(struct recorder *rec, struct flush_op *op);
-	recorder_done_fn done;
-	void *userdata;
-};
-
-struct recorder {
-	const struct config *cfg;
-	struct tracing *tracing;
-	struct archive *archive;
-	struct stackdedup *dedup;
-	struct page_layout layout;
-	struct ksyms *ksyms;
-	struct cpu_reader **readers;
-	unsigned nr_readers;
-	unsigned nr_cpus;
-	enum recorder_state state;
-
-	sd_event *event;
-	sd_event_source *notify_src, *rotate_src, *age_timer, *flush_timer;
-	int notify_fd;
-	struct flush_op *ops;
-	void (*on_segment)(void *userdata, const char *path);
-	void *userdata;
-
-	struct file_item *files;		/* decode files, collected once */
-	size_t nr_files;
-	char recording_id[33];
-	char *boot_id;
-	struct utsname uts;
-	char hostname[256];
-
-	struct tracing_cpu_stats *kstats_base;	/* per cpu, at segment start */
-	uint64_t *rate_events;			/* per reader, at the last status sample */
-	uint64_t rate_usec;
-	struct recorder_cpu_status *cpu_status;
-	uint64_t unresolved;
-};
 
 static void files_free(struct recorder *rec)
 {
@@ -145,7 +99,8 @@ static int write_meta(struct recorder *rec, struct archive_segment *seg)
 		       rec->layout.page_size, rec->nr_cpus, clock ? clock : "local",
 		       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "little" : "big", sizeof(long),
 		       tracing_instance_name(rec->tracing), rec->recording_id, seg->seq,
-		       seg->opened_realtime_usec, "full", rec->layout.stack_ref_id,
+		       seg->opened_realtime_usec, rec->gens ? "stackmap" : "full",
+		       rec->layout.stack_ref_id,
 		       MAX(rec->layout.stack_id_id, 0), rec->layout.kernel_stack_id,
 		       rec->layout.print_id);
 	if (r == 0) {
@@ -171,6 +126,8 @@ static int segment_begin(void *userdata, struct archive_segment *seg)
 	r = write_meta(rec, seg);
 	if (r < 0)
 		return r;
+	if (rec->gens)
+		generations_segment_begin(rec->gens, seg);
 	if (rec->cfg->text) {
 		r = segment_writer_append_file(seg->writer, "config", rec->cfg->text,
 					       strlen(rec->cfg->text), level);
@@ -238,6 +195,11 @@ static int segment_end(void *userdata, struct archive_segment *seg)
 	r = tracing_collect_tasks(rec->tracing, append_file_to, seg->writer);
 	if (r < 0)
 		return r;
+	if (rec->gens) {
+		r = generations_segment_end(rec->gens, seg);
+		if (r < 0)
+			return r;
+	}
 	if (rec->ksyms && seg->addrs.len) {
 		r = ksyms_subset(rec->ksyms, (const uint64_t *)seg->addrs.data, seg->addrs.len / 8,
 				 &syms);
@@ -249,7 +211,15 @@ static int segment_end(void *userdata, struct archive_segment *seg)
 			return r;
 	}
 	seg->unresolved = rec->unresolved;
-	return write_cpu_stats(rec, seg);
+	r = write_cpu_stats(rec, seg);
+	if (r < 0 || !rec->gens)
+		return r;
+	r = generations_stats(rec->gens, &syms);
+	if (r == 0)
+		r = segment_writer_append(seg->writer, SEGMENT_REC_STATS, SEGMENT_NO_CPU, syms.data,
+					  syms.len, 0, NULL);
+	buf_done(&syms);
+	return r;
 }
 
 static void segment_finished(void *userdata, const char *path, const struct archive_segment *seg)
@@ -281,9 +251,9 @@ static const struct archive_hooks hooks = {
 
 /* ---- flush barriers ---- */
 
-static struct flush_op *flush_all(struct recorder *rec, const struct segment_generation *boundary,
-				  void (*cont)(struct recorder *, struct flush_op *),
-				  recorder_done_fn done, void *userdata)
+struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_generation *boundary,
+				    void (*cont)(struct recorder *, struct flush_op *),
+				    recorder_done_fn done, void *userdata)
 {
 	struct flush_op *op = calloc(1, sizeof(*op));
 
@@ -341,27 +311,33 @@ static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	for (unsigned i = 0; i < rec->nr_readers; i++) {
 		struct page_marker m[16];
 
-		while (cpu_reader_take_markers(rec->readers[i], m, ARRAY_SIZE(m)) > 0)
-			;
+		size_t n;
+
+		while ((n = cpu_reader_take_markers(rec->readers[i], m, ARRAY_SIZE(m))) > 0)
+			for (size_t k = 0; k < n && rec->gens; k++)
+				generations_marker(rec->gens, &m[k]);
 	}
 	process_ops(rec);
 	return 0;
 }
 
-static void rotate_now(struct recorder *rec, const char *why)
+int recorder_rotate_now(struct recorder *rec, const char *why, char **ret_path)
 {
-	int r = archive_rotate(rec->archive, false, NULL);
+	int r = archive_rotate(rec->archive, false, ret_path);
 
 	if (r < 0)
-		log_errno(LOG_ERR, r, "cannot rotate (%s), continuing in the current segment", why);
+		return log_errno(LOG_ERR, r, "cannot finish the segment (%s), continuing in it", why);
+	return 0;
 }
 
 static int on_rotate_request(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct recorder *rec = userdata;
 
-	if (archive_take_rotate_request(rec->archive) && rec->state == RECORDER_RECORDING)
-		rotate_now(rec, "size");
+	/* a reset in progress ends with a rotation of its own */
+	if (archive_take_rotate_request(rec->archive) && rec->state == RECORDER_RECORDING &&
+	    !(rec->gens && generations_busy(rec->gens)))
+		(void)recorder_rotate_now(rec, "size", NULL);
 	return 0;
 }
 
@@ -381,8 +357,9 @@ static int on_age_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct recorder *rec = userdata;
 
-	if (rec->state == RECORDER_RECORDING && archive_age_left(rec->archive) == 0)
-		rotate_now(rec, "age");
+	if (rec->state == RECORDER_RECORDING && archive_age_left(rec->archive) == 0 &&
+	    !(rec->gens && generations_busy(rec->gens)))
+		(void)recorder_rotate_now(rec, "age", NULL);
 	arm_age_timer(rec);
 	return 0;
 }
@@ -396,13 +373,35 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct recorder *rec = userdata;
 
 	/* bound what a power cut can lose: partial pages go to the archive too */
-	if (rec->state == RECORDER_RECORDING)
-		(void)flush_all(rec, NULL, flushed_periodic, NULL, NULL);
+	if (rec->state == RECORDER_RECORDING) {
+		(void)recorder_flush_all(rec, NULL, flushed_periodic, NULL, NULL);
+		if (rec->gens)
+			generations_tick(rec->gens);
+	}
 	(void)sd_event_source_set_time_relative(s, rec->cfg->snapshot_interval_usec);
 	return 0;
 }
 
 /* ---- start and stop ---- */
+
+/* The kernel stack map, where the config wants it and the kernel has it. */
+static int setup_stackmap(struct recorder *rec)
+{
+	const struct config *c = rec->cfg;
+	int r;
+
+	if (c->stackmap == CONFIG_STACKMAP_OFF || (c->instance && *c->instance))
+		return 0;
+	r = generations_new(rec, &rec->gens);
+	if (r == -EOPNOTSUPP && c->stackmap == CONFIG_STACKMAP_AUTO) {
+		log_info("this kernel has no stack map: recording full stacks");
+		return 0;
+	}
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot use the kernel stack map");
+	log_info("using the kernel stack map: stacks are stored once per segment");
+	return 0;
+}
 
 static int setup_layout(struct recorder *rec)
 {
@@ -630,6 +629,9 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	r = tracing_setup_events(rec->tracing);
 	if (r < 0)
 		goto fail_tracing;
+	r = setup_stackmap(rec);
+	if (r < 0)
+		goto fail_tracing;
 
 	/* kernel drop counters are reported per segment, from here on */
 	for (unsigned i = 0; i < rec->nr_readers; i++) {
@@ -661,6 +663,7 @@ fail_tracing:
 		log_errno(LOG_ERR, r, "cannot configure tracing");
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		cpu_reader_stop(rec->readers[i]);
+	generations_restore(rec->gens);
 	tracing_restore(rec->tracing);
 	rec->state = RECORDER_STOPPED;
 	return r;
@@ -687,6 +690,7 @@ void recorder_stop(struct recorder *rec)
 	r = archive_rotate(rec->archive, true, NULL);
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot finish the last segment; it is recovered at the next start");
+	generations_restore(rec->gens);
 	tracing_restore(rec->tracing);
 	rec->state = RECORDER_STOPPED;
 }
@@ -708,7 +712,7 @@ int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdat
 {
 	if (rec->state != RECORDER_RECORDING)
 		return -EAGAIN;
-	if (!flush_all(rec, NULL, finish_after_flush, done, userdata))
+	if (!recorder_flush_all(rec, NULL, finish_after_flush, done, userdata))
 		return -ENOMEM;
 	return 0;
 }
@@ -720,7 +724,11 @@ int recorder_rotate(struct recorder *rec, recorder_done_fn done, void *userdata)
 
 int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata)
 {
-	return -EOPNOTSUPP;
+	if (!rec->gens)
+		return -EOPNOTSUPP;
+	if (rec->state != RECORDER_RECORDING)
+		return -EAGAIN;
+	return generations_reset(rec->gens, done, userdata);
 }
 
 int recorder_reload(struct recorder *rec, const struct config *newc, char **ret_restart)
@@ -782,6 +790,8 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 	}
 	if (dt >= 1.0)
 		rec->rate_usec = now;
+	if (rec->gens)
+		generations_status(rec->gens, ret);
 	if (rec->archive) {
 		archive_get_status(rec->archive, &as, &ret->segment_path);
 		ret->directory = archive_directory(rec->archive);
@@ -839,6 +849,7 @@ struct recorder *recorder_free(struct recorder *rec)
 	sd_event_source_disable_unref(rec->age_timer);
 	sd_event_source_disable_unref(rec->flush_timer);
 	sd_event_unref(rec->event);
+	generations_free(rec->gens);
 	archive_free(rec->archive);
 	stackdedup_free(rec->dedup);
 	ksyms_free(rec->ksyms);

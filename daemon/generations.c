@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A stack id means one stack only within one lifetime of the kernel's map
+ * (a generation). Each reset is bracketed by trace markers whose timestamps
+ * bound the window in which an event's generation cannot be told from its
+ * timestamp; lib/stacktab.c resolves ids in that window only when both
+ * generations agree. In strict mode tracing is paused and every reader
+ * drained around the reset, and a per-CPU boundary record in each stream
+ * makes the split exact.
+ *
+ * Every step that needs the readers' data waits on a flush barrier
+ * (recorder_flush_all): markers are only known once the pages that hold
+ * them have been read.
+ */
+#include "config.h"
+#include "generations.h"
+#include "log.h"
+#include "recorder-internal.h"
+#include "stackmap.h"
+#include "util.h"
+
+enum step {
+	STEP_IDLE,
+	STEP_LOSSLESS,		/* reset written, waiting for the markers */
+	STEP_STRICT_DRAIN,	/* tracing off, waiting for every reader to drain */
+	STEP_STRICT_BOUNDARY,	/* map reset, waiting for the per-CPU boundaries */
+	STEP_STRICT_MARKER,	/* tracing on again, waiting for the marker */
+	STEP_EXTERNAL,		/* someone else reset the map: waiting for the marker */
+};
+
+struct generations {
+	struct recorder *rec;		/* borrowed, owns us */
+	struct stackmap *sm;
+	enum step step;
+	enum segment_gen_kind kind;
+	uint32_t gen_before;
+	char end_marker[64], begin_marker[64];
+	uint64_t end_ts, begin_ts;
+	unsigned retries;
+	uint64_t snap_seq;
+	uint64_t reset_started_usec;
+	recorder_done_fn done;
+	void *userdata;
+};
+
+int generations_new(struct recorder *rec, struct generations **ret)
+{
+	struct generations *g;
+	struct segment_generation first;
+	int r;
+
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->rec = rec;
+	r = stackmap_new(tracing_dir(rec->tracing), rec->cfg, &g->sm);
+	if (r < 0)
+		goto fail;
+	r = stackmap_enable(g->sm);
+	if (r < 0)
+		goto fail;
+	r = stackmap_start(g->sm, &first);
+	if (r < 0) {
+		(void)stackmap_restore(g->sm);
+		goto fail;
+	}
+	*ret = g;
+	return 0;
+fail:
+	stackmap_free(g->sm);
+	free(g);
+	return r;
+}
+
+bool generations_busy(const struct generations *g)
+{
+	return g->step != STEP_IDLE;
+}
+
+static void finish(struct generations *g, int r)
+{
+	recorder_done_fn done = g->done;
+
+	g->step = STEP_IDLE;
+	g->done = NULL;
+	g->end_ts = g->begin_ts = 0;
+	g->end_marker[0] = g->begin_marker[0] = '\0';
+	if (done)
+		done(g->userdata, r, NULL);
+}
+
+/* Write "stackmapd: gen N end|begin" and remember it in dst to recognize it when read back. */
+static int write_marker(struct generations *g, char *dst, size_t len, uint32_t gen, const char *what)
+{
+	(void)snprintf(dst, len, "stackmapd: gen %u %s", gen, what);
+	return tracing_write_marker(g->rec->tracing, dst);
+}
+
+/* The new generation has its window: record it and start its segment. */
+static void begin_generation(struct generations *g)
+{
+	struct segment_generation ng;
+	uint8_t payload[SEGMENT_GENERATION_SIZE];
+	int r;
+
+	if (!g->end_ts || !g->begin_ts) {
+		/* the markers were not seen: nothing bounds the window, so nothing after it resolves by time */
+		log_warn("reset markers of generation %u were not read back, its ids resolve only "
+			 "where both generations agree, continuing", g->gen_before + 1);
+		g->kind = SEGMENT_GEN_RESET_EXTERNAL;
+		if (!g->begin_ts)
+			g->begin_ts = UINT64_MAX - 1;
+	}
+	r = stackmap_begin_generation(g->sm, g->kind, g->kind == SEGMENT_GEN_RESET_EXTERNAL ? 0 : g->end_ts,
+				      g->begin_ts, &ng);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot begin stack-map generation %u", g->gen_before + 1);
+		finish(g, r);
+		return;
+	}
+	segment_generation_encode(&ng, payload);
+	(void)archive_append_record(g->rec->archive, SEGMENT_REC_GENERATION, SEGMENT_NO_CPU, payload,
+				    sizeof(payload));
+	{
+		char f_gen[32];
+		const char *fields[] = { f_gen, NULL };
+
+		(void)snprintf(f_gen, sizeof(f_gen), "GENERATION=%u", ng.generation);
+		log_struct(LOG_INFO, fields,
+			   "stack map generation %u begins (%s reset, %.1f ms)", ng.generation,
+			   ng.kind == SEGMENT_GEN_RESET_STRICT ? "strict" :
+			   ng.kind == SEGMENT_GEN_RESET_LOSSLESS ? "lossless" : "external",
+			   (double)(now_usec(CLOCK_MONOTONIC) - g->reset_started_usec) / 1000.0);
+	}
+	/* a new generation starts a new segment */
+	g->step = STEP_IDLE;
+	(void)recorder_rotate_now(g->rec, "new stack-map generation", NULL);
+	if (ng.generation > 2)
+		(void)stackmap_release_before(g->sm, ng.generation - 1);
+	finish(g, 0);
+}
+
+static void after_flush(struct recorder *rec, struct flush_op *op)
+{
+	struct generations *g = rec->gens;
+
+	if ((!g->end_ts || !g->begin_ts) && g->retries++ < 3) {
+		/* a marker may sit in a page that was not complete yet: flush again */
+		if (recorder_flush_all(rec, NULL, after_flush, NULL, NULL))
+			return;
+	}
+	begin_generation(g);
+}
+
+static void strict_tracing_on(struct recorder *rec, struct flush_op *op)
+{
+	struct generations *g = rec->gens;
+	int r;
+
+	r = tracing_set_on(rec->tracing, true);
+	if (r < 0)
+		log_errno(LOG_ERR, r, "cannot restart tracing after the reset");
+	if (write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin") < 0)
+		log_warn("cannot write the marker after the reset, continuing");
+	g->step = STEP_STRICT_MARKER;
+	if (!recorder_flush_all(rec, NULL, after_flush, NULL, NULL))
+		begin_generation(g);
+}
+
+static void strict_drained(struct recorder *rec, struct flush_op *op)
+{
+	struct generations *g = rec->gens;
+	struct segment_generation boundary = {
+		.generation = g->gen_before + 1,
+		.prev_generation = g->gen_before,
+		.kind = SEGMENT_GEN_RESET_STRICT,
+	};
+	int r;
+
+	(void)stackmap_snapshot_final(g->sm);
+	r = stackmap_write_reset(g->sm);
+	if (r < 0) {
+		log_errno(LOG_WARNING, r, "cannot reset the stack map, continuing in generation %u",
+			  g->gen_before);
+		(void)tracing_set_on(rec->tracing, true);
+		finish(g, r);
+		return;
+	}
+	if (r == 1)
+		g->kind = SEGMENT_GEN_RESET_EXTERNAL;
+	g->step = STEP_STRICT_BOUNDARY;
+	if (!recorder_flush_all(rec, r == 1 ? NULL : &boundary, strict_tracing_on, NULL, NULL)) {
+		(void)tracing_set_on(rec->tracing, true);
+		finish(g, -ENOMEM);
+	}
+}
+
+static int start_reset(struct generations *g, const char *why)
+{
+	struct recorder *rec = g->rec;
+	bool strict = rec->cfg->reset_mode == CONFIG_RESET_STRICT;
+	int r;
+
+	g->gen_before = stackmap_generation(g->sm);
+	g->retries = 0;
+	g->end_ts = g->begin_ts = 0;
+	g->reset_started_usec = now_usec(CLOCK_MONOTONIC);
+	log_debug("resetting the stack map (%s, %s)", why, strict ? "strict" : "lossless");
+
+	r = write_marker(g, g->end_marker, sizeof(g->end_marker), g->gen_before, "end");
+	if (r < 0)
+		return r;
+	if (strict) {
+		g->kind = SEGMENT_GEN_RESET_STRICT;
+		r = tracing_set_on(rec->tracing, false);
+		if (r < 0)
+			return r;
+		g->step = STEP_STRICT_DRAIN;
+		if (!recorder_flush_all(rec, NULL, strict_drained, NULL, NULL)) {
+			(void)tracing_set_on(rec->tracing, true);
+			g->step = STEP_IDLE;
+			return -ENOMEM;
+		}
+		return 0;
+	}
+
+	g->kind = SEGMENT_GEN_RESET_LOSSLESS;
+	(void)stackmap_snapshot_final(g->sm);
+	r = stackmap_write_reset(g->sm);
+	if (r < 0)
+		return r;
+	if (r == 1)
+		g->kind = SEGMENT_GEN_RESET_EXTERNAL;
+	(void)write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin");
+	g->step = STEP_LOSSLESS;
+	if (!recorder_flush_all(rec, NULL, after_flush, NULL, NULL))
+		begin_generation(g);
+	return 0;
+}
+
+static void start_external(struct generations *g)
+{
+	g->gen_before = stackmap_generation(g->sm);
+	g->kind = SEGMENT_GEN_RESET_EXTERNAL;
+	g->retries = 0;
+	g->end_ts = 1;		/* the module knows the window's start: the last matching snapshot */
+	g->begin_ts = 0;
+	g->reset_started_usec = now_usec(CLOCK_MONOTONIC);
+	log_warn("the stack map was reset by someone else; ids near that moment stay unresolved "
+		 "unless both generations agree, continuing");
+	(void)write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin");
+	g->step = STEP_EXTERNAL;
+	if (!recorder_flush_all(g->rec, NULL, after_flush, NULL, NULL))
+		begin_generation(g);
+}
+
+void generations_marker(struct generations *g, const struct page_marker *m)
+{
+	if (g->end_marker[0] && streq(m->text, g->end_marker))
+		g->end_ts = m->ts;
+	else if (g->begin_marker[0] && streq(m->text, g->begin_marker))
+		g->begin_ts = m->ts;
+	else
+		(void)stackmap_marker_seen(g->sm, m->text, strlen(m->text), m->ts);
+}
+
+void generations_tick(struct generations *g)
+{
+	enum stackmap_reset_reason why;
+	char marker[64];
+	int r;
+
+	if (g->step != STEP_IDLE)
+		return;
+	g->snap_seq++;
+	(void)snprintf(marker, sizeof(marker), STACKMAP_SNAP_MARKER_PREFIX "%" PRIu64, g->snap_seq);
+	r = tracing_write_marker(g->rec->tracing, marker);
+	r = stackmap_snapshot(g->sm, r < 0 ? 0 : g->snap_seq);
+	if (r > 0 && (r & (STACKMAP_SNAP_EXTERNAL | STACKMAP_SNAP_DISABLED))) {
+		start_external(g);
+		return;
+	}
+	why = stackmap_reset_due(g->sm, now_usec(CLOCK_MONOTONIC));
+	if (why != STACKMAP_RESET_NONE) {
+		r = start_reset(g, stackmap_reset_reason_to_string(why));
+		if (r < 0)
+			log_errno(LOG_WARNING, r, "cannot reset the stack map, continuing");
+	}
+}
+
+int generations_reset(struct generations *g, recorder_done_fn done, void *userdata)
+{
+	int r;
+
+	if (g->step != STEP_IDLE)
+		return -EBUSY;
+	r = start_reset(g, "request");
+	if (r < 0) {
+		g->step = STEP_IDLE;
+		return r;
+	}
+	g->done = done;
+	g->userdata = userdata;
+	return 0;
+}
+
+void generations_segment_begin(struct generations *g, struct archive_segment *seg)
+{
+	seg->first_gen = stackmap_generation(g->sm);
+}
+
+int generations_segment_end(struct generations *g, struct archive_segment *seg)
+{
+	struct buf stacks = { 0 }, gens = { 0 }, addrs = { 0 };
+	uint64_t min_ts = UINT64_MAX, max_ts = 0;
+	int r;
+
+	/* every id read into this segment was inserted before this snapshot */
+	if (g->step == STEP_IDLE) {
+		r = stackmap_snapshot(g->sm, 0);
+		if (r > 0 && (r & (STACKMAP_SNAP_EXTERNAL | STACKMAP_SNAP_DISABLED)))
+			start_external(g);
+	}
+	seg->last_gen = stackmap_generation(g->sm);
+	for (unsigned i = 0; i < seg->nr_cpus; i++) {
+		if (seg->cpus[i].first_ts)
+			min_ts = MIN(min_ts, seg->cpus[i].first_ts);
+		max_ts = MAX(max_ts, seg->cpus[i].last_ts);
+	}
+	if (min_ts == UINT64_MAX)
+		min_ts = 0;
+	r = stackmap_segment_tables(g->sm, seg->any_ids ? seg->id_bitmap : NULL,
+				    seg->any_ids ? ARCHIVE_ID_BITS : 0, seg->first_gen, seg->last_gen,
+				    min_ts, max_ts, &stacks, &gens, &addrs);
+	if (r >= 0 && stacks.len)
+		r = segment_writer_append(seg->writer, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data,
+					  stacks.len, g->rec->cfg->compression_level, NULL);
+	for (size_t off = 0; r >= 0 && off + SEGMENT_GENERATION_SIZE <= gens.len;
+	     off += SEGMENT_GENERATION_SIZE)
+		r = segment_writer_append(seg->writer, SEGMENT_REC_GENERATION, SEGMENT_NO_CPU,
+					  gens.data + off, SEGMENT_GENERATION_SIZE, 0, NULL);
+	if (r >= 0 && addrs.len)
+		r = buf_append(&seg->addrs, addrs.data, addrs.len);
+	buf_done(&stacks);
+	buf_done(&gens);
+	buf_done(&addrs);
+	return r < 0 ? r : 0;
+}
+
+void generations_status(struct generations *g, struct recorder_status *st)
+{
+	struct stackmap_stats s;
+
+	stackmap_get_stats(g->sm, &s);
+	st->stackmap = true;
+	st->generation = s.generation;
+	st->map_entries = s.entries;
+	st->map_capacity = s.capacity;
+	st->map_drops = s.drops;
+	st->map_success_rate = s.have_stat ? (double)s.success_rate : -1;
+	st->resets = s.resets_own + s.resets_external;
+}
+
+int generations_stats(struct generations *g, struct buf *b)
+{
+	return stackmap_stats_format(g->sm, b);
+}
+
+void generations_restore(struct generations *g)
+{
+	if (g)
+		(void)stackmap_restore(g->sm);
+}
+
+struct generations *generations_free(struct generations *g)
+{
+	if (!g)
+		return NULL;
+	stackmap_free(g->sm);
+	free(g);
+	return NULL;
+}

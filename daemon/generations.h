@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Driving the kernel stack map from the recorder: periodic snapshots with
+ * trace markers, the reset protocols (lossless: tracing runs on and the
+ * reset is bracketed by markers; strict: tracing paused, every CPU drained,
+ * a per-CPU boundary in each stream), resets made by someone else, and
+ * the stack-map tables of each segment. See doc/stackmap.md.
+ */
+#ifndef STACKMAPD_GENERATIONS_H
+#define STACKMAPD_GENERATIONS_H
+
+#include <stdbool.h>
+
+#include "recorder.h"
+#include "transcode.h"
+
+struct archive_segment;
+struct generations;
+struct recorder;
+
+/*
+ * Enable the kernel stack map (adopting it if boot capture enabled it) and
+ * open generation 1 from the map as found. Returns 0, -EOPNOTSUPP when the
+ * kernel has no usable stack map, or -errno. On success *ret is owned by
+ * the caller.
+ */
+int generations_new(struct recorder *rec, struct generations **ret);
+
+/* A trace marker read back from a CPU's pages. */
+void generations_marker(struct generations *g, const struct page_marker *m);
+
+/* Periodic: snapshot the map, detect resets made elsewhere, reset when the policy says so. */
+void generations_tick(struct generations *g);
+
+/* Reset now (request). done() runs when the new generation has begun. Returns 0 or -errno. */
+int generations_reset(struct generations *g, recorder_done_fn done, void *userdata);
+
+/* True while a reset is in progress (rotations wait for it). */
+bool generations_busy(const struct generations *g);
+
+/* Segment hooks: note the generation in force; write the stack-map tables. */
+void generations_segment_begin(struct generations *g, struct archive_segment *seg);
+int generations_segment_end(struct generations *g, struct archive_segment *seg);
+
+/* Figures for status. */
+void generations_status(struct generations *g, struct recorder_status *st);
+
+/* STATS keys for a segment's tail. */
+int generations_stats(struct generations *g, struct buf *b);
+
+/* Put options/stackmap back (unless keep_tracing). */
+void generations_restore(struct generations *g);
+
+struct generations *generations_free(struct generations *g);
+
+#endif
