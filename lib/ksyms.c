@@ -1,1 +1,354 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <inttypes.h>
+
+#include "buf.h"
+#include "ksyms.h"
+#include "util.h"
+
+#define NO_MODULE UINT32_MAX
+
+/*
+ * 16 bytes per symbol so that a full kallsyms (~200k symbols) stays a few
+ * MB and a lookup touches about 17 cache lines. Names live in one pool;
+ * the symbol type is stored in the byte just before the name.
+ */
+struct ksym {
+	uint64_t addr;
+	uint32_t name;			/* offset in pool */
+	uint32_t module;		/* offset in pool, or NO_MODULE */
+};
+
+struct ksyms {
+	struct ksym *syms;		/* sorted by address, one per address */
+	size_t n;
+	char *pool;
+	bool usable;
+};
+
+struct ksyms *ksyms_free(struct ksyms *ks)
+{
+	if (!ks)
+		return NULL;
+	free(ks->syms);
+	free(ks->pool);
+	free(ks);
+	return NULL;
+}
+
+static void ksyms_freep(struct ksyms **ks)
+{
+	ksyms_free(*ks);
+}
+
+static bool is_text_type(char c)
+{
+	return c == 't' || c == 'T' || c == 'w' || c == 'W';
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+struct parser {
+	struct buf syms;
+	struct buf pool;
+	uint32_t last_module;		/* pool offset of the previous line's module */
+	size_t last_module_len;
+};
+
+static int pool_add(struct parser *ps, const char *s, size_t len, uint32_t *ret_off)
+{
+	size_t off = ps->pool.len;
+	int r;
+
+	if (off + len + 1 >= UINT32_MAX)
+		return -E2BIG;
+	r = buf_append(&ps->pool, s, len);
+	if (r < 0)
+		return r;
+	r = buf_append(&ps->pool, "", 1);
+	if (r < 0)
+		return r;
+	*ret_off = (uint32_t)off;
+	return 0;
+}
+
+/* One line "ADDR TYPE NAME[\t[MODULE]]" in [p, end). */
+static int parse_line(struct parser *ps, const char *p, const char *end)
+{
+	const char *name, *mod = NULL;
+	size_t name_len, mod_len = 0;
+	struct ksym sym = { .module = NO_MODULE };
+	unsigned digits = 0;
+	uint32_t off;
+	char type;
+	int r;
+
+	while (p < end && is_blank(*p))
+		p++;
+	if (p == end)
+		return 0;			/* blank line */
+
+	for (; p < end && hexval(*p) >= 0; p++, digits++)
+		sym.addr = sym.addr << 4 | (uint64_t)hexval(*p);
+	if (digits == 0 || digits > 16 || p == end || !is_blank(*p))
+		return -EINVAL;
+	while (p < end && is_blank(*p))
+		p++;
+	if (p == end || is_blank(*p))
+		return -EINVAL;
+	type = *p++;
+	if (p == end || !is_blank(*p))
+		return -EINVAL;
+	while (p < end && is_blank(*p))
+		p++;
+	name = p;
+	while (p < end && !is_blank(*p))
+		p++;
+	name_len = (size_t)(p - name);
+	if (name_len == 0)
+		return -EINVAL;
+	while (p < end && is_blank(*p))
+		p++;
+	if (p < end) {
+		const char *close;
+
+		if (*p != '[')
+			return -EINVAL;
+		close = memchr(p, ']', (size_t)(end - p));
+		if (!close || close == p + 1)
+			return -EINVAL;
+		mod = p + 1;
+		mod_len = (size_t)(close - mod);
+	}
+
+	if (!is_text_type(type))
+		return 0;
+
+	if (mod) {
+		if (ps->last_module != NO_MODULE && ps->last_module_len == mod_len &&
+		    memcmp(ps->pool.data + ps->last_module, mod, mod_len) == 0) {
+			sym.module = ps->last_module;
+		} else {
+			r = pool_add(ps, mod, mod_len, &sym.module);
+			if (r < 0)
+				return r;
+			ps->last_module = sym.module;
+			ps->last_module_len = mod_len;
+		}
+	}
+
+	/* The type goes in front of the name: pool[name - 1]. */
+	r = buf_append(&ps->pool, &type, 1);
+	if (r < 0)
+		return r;
+	r = pool_add(ps, name, name_len, &off);
+	if (r < 0)
+		return r;
+	sym.name = off;
+	return buf_append(&ps->syms, &sym, sizeof(sym));
+}
+
+/* By address; among aliases, file order (pool offsets grow with it). */
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
+{
+	_cleanup_(ksyms_freep) struct ksyms *ks = NULL;
+	struct parser ps = { .last_module = NO_MODULE };
+	const char *p = text, *end = text + len;
+	size_t i, n;
+	int r = 0;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		if (!eol)
+			eol = end;
+		r = parse_line(&ps, p, eol);
+		if (r < 0)
+			goto fail;
+		p = eol + 1;
+	}
+
+	ks = calloc(1, sizeof(*ks));
+	if (!ks) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	ks->syms = (struct ksym *)ps.syms.data;
+	n = ps.syms.len / sizeof(struct ksym);
+	ks->pool = (char *)ps.pool.data;
+
+	if (n > 0)
+		qsort(ks->syms, n, sizeof(struct ksym), ksym_cmp);
+
+	/* Keep the first of each group of aliases, as the kernel's kallsyms_lookup() does. */
+	for (i = 0; i < n; i++) {
+		if (ks->n > 0 && ks->syms[ks->n - 1].addr == ks->syms[i].addr)
+			continue;
+		ks->syms[ks->n++] = ks->syms[i];
+		if (ks->syms[i].addr != 0)
+			ks->usable = true;
+	}
+
+	*ret = steal_ptr(ks);
+	return 0;
+
+fail:
+	buf_done(&ps.syms);
+	buf_done(&ps.pool);
+	return r;
+}
+
+int ksyms_load(const char *path, struct ksyms **ret)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	r = read_file(path, &text, &len);
+	if (r < 0)
+		return r;
+	return ksyms_parse(text, len, ret);
+}
+
+size_t ksyms_count(const struct ksyms *ks)
+{
+	return ks ? ks->n : 0;
+}
+
+bool ksyms_usable(const struct ksyms *ks)
+{
+	return ks && ks->usable;
+}
+
+/* Index of the symbol containing addr, or -1. */
+static ssize_t find(const struct ksyms *ks, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!ks || !ks->usable || ks->n < 2)
+		return -1;
+	hi = ks->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ks->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo is the first symbol above addr; the last symbol has no known end. */
+	if (lo == 0 || lo == ks->n)
+		return -1;
+	return (ssize_t)lo - 1;
+}
+
+const char *ksyms_lookup(const struct ksyms *ks, uint64_t addr, uint64_t *ret_offset,
+			 uint64_t *ret_size, const char **ret_module)
+{
+	const struct ksym *s;
+	ssize_t i = find(ks, addr);
+
+	if (i < 0)
+		return NULL;
+	s = &ks->syms[i];
+	if (ret_offset)
+		*ret_offset = addr - s->addr;
+	if (ret_size)
+		*ret_size = s[1].addr - s->addr;
+	if (ret_module)
+		*ret_module = s->module == NO_MODULE ? NULL : ks->pool + s->module;
+	return ks->pool + s->name;
+}
+
+int ksyms_format(const struct ksyms *ks, uint64_t addr, char *buf, size_t len)
+{
+	uint64_t off, size;
+	const char *name, *mod;
+	int n;
+
+	name = ksyms_lookup(ks, addr, &off, &size, &mod);
+	/* The kernel prints the 0x prefix even for 0: "func+0x0/0x80". */
+	if (!name)
+		n = snprintf(buf, len, "0x%" PRIx64, addr);
+	else if (mod)
+		n = snprintf(buf, len, "%s+0x%" PRIx64 "/0x%" PRIx64 " [%s]", name, off, size, mod);
+	else
+		n = snprintf(buf, len, "%s+0x%" PRIx64 "/0x%" PRIx64, name, off, size);
+	if (n < 0)
+		return -EINVAL;
+	if ((size_t)n >= len)
+		return -ENOBUFS;
+	return n;
+}
+
+static int size_cmp(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct buf *out)
+{
+	_cleanup_free_ size_t *idx = NULL;
+	size_t i, nidx = 0, lines = 0;
+	int r;
+
+	if (n == 0)
+		return 0;
+	if (n > SIZE_MAX / (2 * sizeof(size_t)))
+		return -ENOMEM;
+	idx = malloc(2 * n * sizeof(size_t));
+	if (!idx)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ssize_t k = find(ks, addrs[i]);
+
+		if (k < 0)
+			continue;
+		idx[nidx++] = (size_t)k;
+		idx[nidx++] = (size_t)k + 1;	/* exists: find() never returns the last */
+	}
+	qsort(idx, nidx, sizeof(size_t), size_cmp);
+
+	for (i = 0; i < nidx; i++) {
+		const struct ksym *s;
+
+		if (i > 0 && idx[i] == idx[i - 1])
+			continue;
+		s = &ks->syms[idx[i]];
+		if (s->module == NO_MODULE)
+			r = buf_printf(out, "%016" PRIx64 " %c %s\n", s->addr,
+				       ks->pool[s->name - 1], ks->pool + s->name);
+		else
+			r = buf_printf(out, "%016" PRIx64 " %c %s\t[%s]\n", s->addr,
+				       ks->pool[s->name - 1], ks->pool + s->name,
+				       ks->pool + s->module);
+		if (r < 0)
+			return r;
+		lines++;
+	}
+	return (int)MIN(lines, (size_t)INT32_MAX);
+}

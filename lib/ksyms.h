@@ -1,1 +1,82 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Kernel text symbols in the /proc/kallsyms text format
+ * ("ffffffff81000000 T _stext" and "ffffffffc0a01000 t foo\t[mod]"):
+ * parse, look up the function that contains an address, format it like the
+ * kernel's %pS, and cut the subset of lines a segment needs.
+ *
+ * Only text symbols (types t, T, w, W) are kept. A symbol extends up to the
+ * next higher text address, so the last symbol has no known size and
+ * addresses at or after it do not resolve; ksyms_subset() therefore also
+ * emits the symbol that follows each one it selects.
+ *
+ * Printing kernel_stack events with libtraceevent: hand the subset text (the
+ * `kallsyms` FILE of a segment) to tep_parse_kallsyms(tep, text) once per
+ * tep_handle (the text must be NUL-terminated; tep_parse_kallsyms() only
+ * reads it). libtraceevent then resolves "=> %ps" frames itself through
+ * tep_find_function(), which likewise takes the function to end where the
+ * next registered one begins.
+ */
+#ifndef STACKMAPD_KSYMS_H
+#define STACKMAPD_KSYMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf;
+struct ksyms;
+
+/*
+ * Parse kallsyms text (len bytes, need not be NUL-terminated). Lines that
+ * are not text symbols are skipped; a malformed line gives -EINVAL.
+ * On success *ret owns the table (free with ksyms_free()); it keeps no
+ * pointer into text. Returns 0 or -errno.
+ */
+int ksyms_parse(const char *text, size_t len, struct ksyms **ret);
+
+/* Read and parse a file such as "/proc/kallsyms". Returns 0 or -errno. */
+int ksyms_load(const char *path, struct ksyms **ret);
+
+/* Free the table (NULL is fine). Returns NULL. */
+struct ksyms *ksyms_free(struct ksyms *ks);
+
+/* Number of distinct text symbols kept. */
+size_t ksyms_count(const struct ksyms *ks);
+
+/*
+ * False when every address is 0: the reader was not allowed to see them
+ * (kptr_restrict), or there are no text symbols at all.
+ */
+bool ksyms_usable(const struct ksyms *ks);
+
+/*
+ * Name of the text symbol containing addr, or NULL if none does (before
+ * the first symbol, at or after the last one, or a table that is not
+ * usable). On success the optional outputs receive the offset of addr in
+ * the symbol, the symbol size (next symbol start - start) and the module
+ * name (NULL for the core kernel). Returned strings are borrowed from ks.
+ * No allocation; safe to call from several threads at once.
+ */
+const char *ksyms_lookup(const struct ksyms *ks, uint64_t addr, uint64_t *ret_offset,
+			 uint64_t *ret_size, const char **ret_module);
+
+/*
+ * Format addr like the kernel's %pS: "func+0x12/0x80", with " [module]"
+ * appended for module symbols, or "0xffffffff81234567" when no symbol
+ * contains it. ks may be NULL. buf always ends up NUL-terminated (if len
+ * > 0). Returns the length of the text, or -ENOBUFS if it did not fit (buf
+ * then holds a truncated string).
+ */
+int ksyms_format(const struct ksyms *ks, uint64_t addr, char *buf, size_t len);
+
+/*
+ * Append to out, in kallsyms text format and sorted by address, the line
+ * of the symbol containing each of the n addresses and the line of the
+ * symbol after it (so that sizes come out the same when the subset is
+ * parsed again). Each line appears once; addresses that do not resolve are
+ * skipped. Returns the number of lines appended or -ENOMEM.
+ */
+int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct buf *out);
+
+#endif
