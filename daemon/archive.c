@@ -452,6 +452,32 @@ int archive_rotate(struct archive *a, bool final, char **ret_path)
 	return r;
 }
 
+int archive_close(struct archive *a, char **ret_path)
+{
+	struct archive_segment *old;
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	old = a->cur;
+	a->cur = NULL;
+	pthread_mutex_unlock(&a->lock);
+	if (!old)
+		return -ESHUTDOWN;
+	r = finish_segment(a, old, false, ret_path);
+	archive_enforce_retention(a);
+	return r;
+}
+
+bool archive_is_open(struct archive *a)
+{
+	bool open;
+
+	pthread_mutex_lock(&a->lock);
+	open = a->cur != NULL;
+	pthread_mutex_unlock(&a->lock);
+	return open;
+}
+
 void archive_enforce_retention(struct archive *a)
 {
 	_cleanup_free_ uint64_t *sizes = NULL;

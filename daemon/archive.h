@@ -123,6 +123,16 @@ int archive_append_record(struct archive *a, enum segment_rec_type type, uint32_
 int archive_rotate(struct archive *a, bool final, char **ret_path);
 
 /*
+ * Finish the current segment without opening another (flight recorder:
+ * the next capture calls archive_start() again). Main thread. Returns 0 or
+ * -errno; *ret_path as for archive_rotate().
+ */
+int archive_close(struct archive *a, char **ret_path);
+
+/* True while a segment is open. */
+bool archive_is_open(struct archive *a);
+
+/*
  * An eventfd that becomes readable when a reader saw the segment reach its
  * size limit; main reads it and calls archive_rotate(). Borrowed.
  */

@@ -19,6 +19,11 @@
 #define STACK_REF_EVENT_ID 65000
 #define DEDUP_MAX_STACKS (1u << 20)
 
+static bool flight(const struct recorder *rec)
+{
+	return rec->cfg->record_mode == CONFIG_RECORD_FLIGHT;
+}
+
 static void files_free(struct recorder *rec)
 {
 	for (size_t i = 0; i < rec->nr_files; i++) {
@@ -373,7 +378,7 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct recorder *rec = userdata;
 
 	/* bound what a power cut can lose: partial pages go to the archive too */
-	if (rec->state == RECORDER_RECORDING) {
+	if (rec->state == RECORDER_RECORDING && !flight(rec)) {
 		(void)recorder_flush_all(rec, NULL, flushed_periodic, NULL, NULL);
 		if (rec->gens)
 			generations_tick(rec->gens);
@@ -601,6 +606,8 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	r = open_readers(rec);
 	if (r < 0)
 		return r;
+	if (flight(rec))
+		goto configure;
 	r = archive_start(rec->archive);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot start a segment in '%s'", rec->cfg->directory);
@@ -623,6 +630,7 @@ int recorder_start(struct recorder *rec, sd_event *e,
 				return log_errno(LOG_ERR, r, "cannot finish the segment of drained events");
 		}
 	}
+configure:
 	r = tracing_setup_buffer(rec->tracing);
 	if (r < 0)
 		goto fail_tracing;
@@ -639,7 +647,8 @@ int recorder_start(struct recorder *rec, sd_event *e,
 
 		(void)tracing_cpu_stats(rec->tracing, cpu, &rec->kstats_base[cpu]);
 	}
-	for (unsigned i = 0; i < rec->nr_readers; i++) {
+	/* the flight recorder reads only when asked to: the buffer is the recording */
+	for (unsigned i = 0; i < rec->nr_readers && !flight(rec); i++) {
 		r = cpu_reader_start(rec->readers[i]);
 		if (r < 0) {
 			log_errno(LOG_ERR, r, "cannot start the reader of CPU %d",
@@ -654,7 +663,8 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	}
 	rec->rate_usec = now_usec(CLOCK_MONOTONIC);
 	rec->state = RECORDER_RECORDING;
-	log_info("recording %u CPUs of instance '%s' into '%s'", rec->nr_readers,
+	log_info("%s %u CPUs of instance '%s' into '%s'",
+		 flight(rec) ? "flight recorder on" : "recording", rec->nr_readers,
 		 tracing_instance_name(rec->tracing), rec->cfg->directory);
 	return 0;
 
@@ -687,7 +697,7 @@ void recorder_stop(struct recorder *rec)
 			op->done(op->userdata, -ECANCELED, NULL);
 		flush_op_free(op);
 	}
-	r = archive_rotate(rec->archive, true, NULL);
+	r = archive_is_open(rec->archive) ? archive_rotate(rec->archive, true, NULL) : 0;
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot finish the last segment; it is recovered at the next start");
 	generations_restore(rec->gens);
@@ -708,10 +718,33 @@ static void finish_after_flush(struct recorder *rec, struct flush_op *op)
 		op->done(op->userdata, r, path);
 }
 
+/* Flight recorder: save what the buffer holds now into one segment. */
+static int flight_capture(struct recorder *rec, recorder_done_fn done, void *userdata)
+{
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = archive_start(rec->archive);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < rec->nr_readers; i++) {
+		r = cpu_reader_drain(rec->readers[i]);
+		if (r < 0)
+			log_errno(LOG_WARNING, r, "cannot read the buffer of CPU %d, continuing",
+				  cpu_reader_cpu(rec->readers[i]));
+	}
+	r = archive_close(rec->archive, &path);
+	if (done)
+		done(userdata, r, path);
+	return 0;
+}
+
 int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdata)
 {
 	if (rec->state != RECORDER_RECORDING)
 		return -EAGAIN;
+	if (flight(rec))
+		return flight_capture(rec, done, userdata);
 	if (!recorder_flush_all(rec, NULL, finish_after_flush, done, userdata))
 		return -ENOMEM;
 	return 0;
