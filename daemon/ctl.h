@@ -1,1 +1,125 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The control socket: an AF_UNIX SOCK_SEQPACKET server on the daemon's
+ * sd-event loop (doc/control-protocol.md). It accepts clients without
+ * blocking, checks each peer (root, or a member of the configured group),
+ * reads one request at a time per client, answers "ping" itself and hands
+ * every other command to one handler, which replies now or later with
+ * ctl_reply*(): snapshot, for one, replies only after every CPU reader has
+ * flushed.
+ *
+ * Limits: CTL_CLIENTS_MAX connected clients (more are told so and closed),
+ * CTL_CLIENT_TIMEOUT_USEC to send a complete request or to read a reply,
+ * CTL_REQUEST_MAX bytes per request, CTL_REPLY_MAX bytes per reply.
+ * Malformed requests get an error reply and the connection is closed;
+ * nothing a client does blocks the loop.
+ *
+ * Everything runs on the loop's thread; nothing here is thread-safe.
+ */
+#ifndef STACKMAPD_CTL_H
+#define STACKMAPD_CTL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "ctl-proto.h"
+#include "util.h"
+
+struct sd_event;
+struct ctl;
+struct ctl_request;
+
+#define CTL_CLIENTS_MAX 64
+#define CTL_CLIENT_TIMEOUT_USEC (5 * USEC_PER_SEC)
+
+struct ctl_handlers {
+	/*
+	 * Called for each well-formed request from an authorised peer,
+	 * except "ping". command and args are borrowed from req and stay
+	 * valid until it is replied to.
+	 *
+	 * Return 0 to take the request: the handler must then call
+	 * ctl_reply(), ctl_reply_json() or ctl_reply_error() exactly once,
+	 * before returning or later from any other callback of the loop.
+	 * Return a negative errno to have ctl reply with an error instead
+	 * (-EOPNOTSUPP: "unknown command 'X'"; -EINVAL: "invalid argument
+	 * for 'X'"; others: "'X' failed: <strerror>"); in that case the
+	 * handler must not have replied. Replying before returning 0 is fine.
+	 */
+	int (*request)(void *userdata, struct ctl_request *req, const char *command,
+		       const struct ctl_args *args);
+};
+
+/*
+ * Create the control socket at path and serve it on loop e.
+ *
+ * Creates the socket's directory (mode 0755) if missing, refuses to start
+ * (-EADDRINUSE) if another process is listening on path, removes a stale
+ * socket left by a previous run, and refuses (-EEXIST) to replace a
+ * file that is not a socket. The socket gets mode 0660 and group
+ * ownership group when group is not NULL (group name or numeric gid;
+ * -ENOENT if no such group), else mode 0600 (root only).
+ *
+ * e is referenced; h and userdata are borrowed and must outlive the ctl.
+ * On success *ret owns the server (free with ctl_free()). Returns 0 or
+ * -errno (-ENAMETOOLONG if path does not fit in sockaddr_un).
+ */
+int ctl_new(struct sd_event *e, const char *path, const char *group,
+	    const struct ctl_handlers *h, void *userdata, struct ctl **ret);
+
+/*
+ * Close every client and the socket and remove the socket file. Requests
+ * that a handler has taken stay valid: replying to them later sends
+ * nothing and frees them. Accepts NULL; returns NULL.
+ */
+struct ctl *ctl_free(struct ctl *c);
+
+/*
+ * Change the group allowed besides root (NULL: root only), e.g. on reload:
+ * the socket's mode and group follow, and new connections are checked
+ * against it. Returns 0 or -errno (-ENOENT: no such group; then nothing
+ * changed).
+ */
+int ctl_set_group(struct ctl *c, const char *group);
+
+/* Path of the socket (borrowed from c). */
+const char *ctl_path(const struct ctl *c);
+
+/* Number of connected clients. */
+unsigned ctl_clients(const struct ctl *c);
+
+/*
+ * Reply with the JSON object json (borrowed, copied), which must carry
+ * "version" and "ok" first: build it with ctl_reply_begin() from
+ * ctl-proto.h. Frees req. If the client has gone, nothing is sent.
+ * Returns 0, or -EMSGSIZE (json longer than CTL_REPLY_MAX: the client
+ * gets an error reply instead) or -ENOMEM; req is freed in every case.
+ */
+int ctl_reply_json(struct ctl_request *req, const char *json);
+
+/*
+ * Close the top-level object that ctl_reply_begin() opened in w, finish w
+ * and reply with its text. If w latched an error, the client gets an error
+ * reply ("reply too large" for -E2BIG) and that error is returned. w is
+ * left empty (still to be freed with json_writer_done()). Frees req.
+ */
+int ctl_reply(struct ctl_request *req, struct json_writer *w);
+
+/*
+ * Reply {"version":1,"ok":false,"error":MESSAGE,"errno":"ENAME"}.
+ * error is a negative (or positive) errno; 0 omits "errno". Clients map
+ * EACCES/EPERM to "permission denied". Frees req. Returns 0 or -ENOMEM.
+ */
+int ctl_reply_error(struct ctl_request *req, int error, const char *fmt, ...) _printf_(3, 4);
+
+/* The peer's credentials when it connected (SO_PEERCRED), for logging. */
+uid_t ctl_request_peer_uid(const struct ctl_request *req);
+pid_t ctl_request_peer_pid(const struct ctl_request *req);
+
+/* The request's command word (borrowed from req). */
+const char *ctl_request_command(const struct ctl_request *req);
+
+/* False once the client has disconnected (its reply would be dropped). */
+bool ctl_request_connected(const struct ctl_request *req);
+
+#endif
