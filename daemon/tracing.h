@@ -30,8 +30,11 @@ struct tracing_cpu_stats {
  * Locate tracefs (dir NULL: the mounted tracefs, mounting it at
  * /sys/kernel/tracing if needed; otherwise use dir as is, e.g. a fixture
  * tree in tests) and bind to the instance that config names, creating it
- * if it does not exist. Changes nothing else. c is borrowed and must
- * outlive the tracing object. On success *ret owns it.
+ * if it does not exist. Changes nothing else. An instance that already
+ * existed is adopted: it is configured but never removed. With a dir, CPUs
+ * are the per_cpu/cpuN directories of the tree. c is borrowed and must
+ * outlive the tracing object. On success *ret owns it. Returns 0, -EINVAL
+ * for an instance name that cannot be a directory name, or -errno.
  */
 int tracing_open(const char *dir, const struct config *c, struct tracing **ret);
 
@@ -50,7 +53,11 @@ const char *tracing_dir(const struct tracing *t);
 /* Directory of our instance (top-level dir for the top instance). Borrowed. */
 const char *tracing_instance_dir(const struct tracing *t);
 
-/* The libtracefs instance handle, NULL for the top level. Borrowed. */
+/*
+ * The libtracefs instance handle, NULL for the top level of the system
+ * tracefs (with a dir given to tracing_open(), a handle on that tree's
+ * top level). Borrowed.
+ */
 struct tracefs_instance *tracing_instance(const struct tracing *t);
 
 /* Instance name, "" for the top level. */
@@ -66,7 +73,11 @@ bool tracing_buffer_has_data(struct tracing *t);
 /*
  * Apply the changes that do not clear the ring buffer: enable events,
  * filters, stacktrace triggers or options/stacktrace, overwrite mode,
- * tracing_on = 1. Each change is remembered for tracing_restore().
+ * record-tgid/record-cmd, options/stackmap where the instance has it,
+ * tracing_on = 1. What is already as wanted (e.g. enabled at boot) is left
+ * alone; each change is remembered for tracing_restore(). A stacktrace
+ * trigger on a filtered event carries the filter ("stacktrace if ..."),
+ * since the kernel fires triggers for events the filter discards.
  * Returns 0 or -errno (after undoing what it did).
  */
 int tracing_setup_events(struct tracing *t);
@@ -79,9 +90,12 @@ int tracing_setup_events(struct tracing *t);
 int tracing_setup_buffer(struct tracing *t);
 
 /*
- * Undo every change in reverse order (unless the config says keep
- * tracing running, then only what is safe to leave: nothing). Remove the
- * instance if we created it. Safe to call more than once.
+ * Undo every change in reverse order and remove the instance if we
+ * created it (after tracing_on = 0). With keep_tracing in the config,
+ * change nothing and forget the changes: the capture keeps running. An
+ * instance cannot be removed while files in it are open: stop the CPU
+ * readers first. Failures are logged as warnings. Safe to call more than
+ * once.
  */
 void tracing_restore(struct tracing *t);
 
@@ -122,5 +136,18 @@ int tracing_page_size(struct tracing *t);
 
 /* Name of the trace clock in use (allocated) or NULL. */
 char *tracing_clock(struct tracing *t);
+
+/*
+ * True if this kernel has the ftrace stack map: stack_map and
+ * options/stackmap exist in the top-level tracefs directory.
+ */
+bool tracing_has_stackmap(struct tracing *t);
+
+/*
+ * True if the instance records stack ids (its options/stackmap reads 1).
+ * tracing_setup_events() turns options/stackmap on unless the config says
+ * stackmap = off (off: it turns it off), where the instance has the option.
+ */
+bool tracing_stackmap_enabled(struct tracing *t);
 
 #endif
