@@ -454,11 +454,6 @@ bool tracing_has_stackmap(struct tracing *t)
 	return pathf(path, "%s/options/stackmap", t->dir) == 0 && exists(path);
 }
 
-bool tracing_stackmap_enabled(struct tracing *t)
-{
-	return option_is_on(t, "stackmap");
-}
-
 int tracing_cpu_stats(struct tracing *t, int cpu, struct tracing_cpu_stats *ret)
 {
 	static const struct {
@@ -763,13 +758,15 @@ static int setup_options(struct tracing *t, bool *ret_option_stacks)
 		return r;
 
 	/*
-	 * Only an instance with a stack map has options/stackmap (the top
-	 * level). Writing 1 fails with EINVAL if the map failed to
-	 * initialise: then "auto" records full stacks.
+	 * stackmap = off records full stacks even when the boot command line
+	 * turned the stack map on. Turning it on is the stack-map module's
+	 * job: it takes its first snapshot around that moment.
 	 */
-	r = set_option(t, "stackmap", c->stackmap != CONFIG_STACKMAP_OFF);
-	if (r < 0 && c->stackmap != CONFIG_STACKMAP_AUTO)
-		return r;
+	if (c->stackmap == CONFIG_STACKMAP_OFF) {
+		r = set_option(t, "stackmap", false);
+		if (r < 0)
+			return r;
+	}
 
 	r = pathf(path, "%s/options/stacktrace", t->instance_dir);
 	if (r < 0)

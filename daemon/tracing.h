@@ -73,11 +73,12 @@ bool tracing_buffer_has_data(struct tracing *t);
 /*
  * Apply the changes that do not clear the ring buffer: enable events,
  * filters, stacktrace triggers or options/stacktrace, overwrite mode,
- * record-tgid/record-cmd, options/stackmap where the instance has it,
- * tracing_on = 1. What is already as wanted (e.g. enabled at boot) is left
- * alone; each change is remembered for tracing_restore(). A stacktrace
- * trigger on a filtered event carries the filter ("stacktrace if ..."),
- * since the kernel fires triggers for events the filter discards.
+ * record-tgid/record-cmd, options/stackmap = 0 if the config says
+ * stackmap = off (turning it on is stackmap_enable()'s job), tracing_on =
+ * 1. What is already as wanted (e.g. enabled at boot) is left alone; each
+ * change is remembered for tracing_restore(). A stacktrace trigger on a
+ * filtered event carries the filter ("stacktrace if ..."), since the
+ * kernel fires triggers for events the filter discards.
  * Returns 0 or -errno (after undoing what it did).
  */
 int tracing_setup_events(struct tracing *t);
@@ -142,12 +143,5 @@ char *tracing_clock(struct tracing *t);
  * options/stackmap exist in the top-level tracefs directory.
  */
 bool tracing_has_stackmap(struct tracing *t);
-
-/*
- * True if the instance records stack ids (its options/stackmap reads 1).
- * tracing_setup_events() turns options/stackmap on unless the config says
- * stackmap = off (off: it turns it off), where the instance has the option.
- */
-bool tracing_stackmap_enabled(struct tracing *t);
 
 #endif

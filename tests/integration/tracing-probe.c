@@ -94,7 +94,6 @@ static int print_state(struct tracing *t, const struct config *c)
 	printf("page_size: %d\n", tracing_page_size(t));
 	printf("clock: %s\n", clock ? clock : "(none)");
 	printf("has_stackmap: %d\n", tracing_has_stackmap(t));
-	printf("stackmap_enabled: %d\n", tracing_stackmap_enabled(t));
 
 	for (unsigned i = 0; i < c->nr_events; i++)
 		printf("event_id: %s:%s %d\n", c->events[i].system, c->events[i].name,
