@@ -672,7 +672,8 @@ fail_tracing:
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot configure tracing");
 	for (unsigned i = 0; i < rec->nr_readers; i++)
-		cpu_reader_stop(rec->readers[i]);
+		rec->readers[i] = cpu_reader_free(rec->readers[i]);
+	rec->nr_readers = 0;
 	generations_restore(rec->gens);
 	tracing_restore(rec->tracing);
 	rec->state = RECORDER_STOPPED;
@@ -700,6 +701,10 @@ void recorder_stop(struct recorder *rec)
 	r = archive_is_open(rec->archive) ? archive_rotate(rec->archive, true, NULL) : 0;
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot finish the last segment; it is recovered at the next start");
+	/* an instance cannot be removed while its trace_pipe_raw files are open */
+	for (unsigned i = 0; i < rec->nr_readers; i++)
+		rec->readers[i] = cpu_reader_free(rec->readers[i]);
+	rec->nr_readers = 0;
 	generations_restore(rec->gens);
 	tracing_restore(rec->tracing);
 	rec->state = RECORDER_STOPPED;
