@@ -72,6 +72,8 @@ struct config {
 	unsigned keep_free_percent;	/* retention: keep this much of the fs free */
 	bool sync;			/* fsync finished segments (default yes) */
 	char *hook;			/* command run with each finished segment; NULL = none */
+	char **hook_argv;		/* hook split at blanks (no quoting), NULL-terminated;
+					 * run with the segment path appended; NULL = none */
 
 	/* [control] */
 	char *socket_path;
@@ -90,9 +92,14 @@ void config_done(struct config *c);
 /*
  * Load path on top of the defaults already in *c. On error returns a
  * negative errno and, if ret_error is not NULL, a message
- * "PATH:LINE: KEY: what is wrong" (caller frees). *c is left in an
- * unspecified state on error: parse into a fresh struct.
- * tracing_dir (may be NULL) is used to check that events exist.
+ * "PATH:LINE: KEY: what is wrong" (caller frees) about the first error in
+ * the file ("PATH: KEY: ..." for a default value, "PATH:LINE: ..." for a
+ * line that is not "key = value"). *c is left in an unspecified state on
+ * error (config_done() still works): parse into a fresh struct.
+ * tracing_dir (may be NULL) is used to check that events exist, that
+ * filters fit the events' formats and that the clock exists. c->path and
+ * c->text get the name and the file's content. stackmap = auto becomes
+ * CONFIG_STACKMAP_OFF with a named instance (only the top level has one).
  */
 int config_load(struct config *c, const char *path, const char *tracing_dir, char **ret_error);
 
@@ -107,20 +114,44 @@ int config_load_string(struct config *c, const char *name, const char *text,
 int config_check(const struct config *c, char **ret_error);
 
 /*
- * Compare two valid configs: return true and a message listing the keys
- * that need a tracing restart (instance, events, buffer, clock, stackmap)
- * when they differ, so that reload can refuse to half-apply them.
+ * Compare two valid configs: return true when keys that need a tracing
+ * restart differ (trace.instance, events, stacktrace, filter.*,
+ * buffer_size, clock, stackmap, mode; control.socket), so that reload can
+ * refuse to half-apply them. Then, if ret_keys is not NULL, *ret_keys gets
+ * their names ("trace.events, trace.clock"; caller frees; NULL if out of
+ * memory). Untouched when returning false.
  */
 bool config_needs_restart(const struct config *old, const struct config *new, char **ret_keys);
 
 /*
- * The kernel command-line arguments that start the same capture at boot
- * (trace_event=, trace_options=, trace_buf_size=, trace_clock=,
- * trace_trigger=, ...). *ret is allocated. Returns 0 or -errno.
+ * The kernel command-line arguments that start the same capture at boot,
+ * space-separated on one line: trace_event=, trace_options= (stackmap,
+ * stacktrace, nooverwrite in stream mode), trace_trigger= (for a subset of
+ * stack traces), trace_buf_size=, trace_clock=. Filters have no boot-time
+ * form and are left out. *ret is allocated (caller frees). Returns 0,
+ * -EINVAL for a named instance (boot events go to the top level only),
+ * -ENOTUNIQ when two events share a name but not their stacktrace setting
+ * (trace_trigger= names events without their system), -E2BIG for more
+ * than 32 triggers (the kernel's limit), -ENOMEM.
  */
 int config_boot_cmdline(const struct config *c, char **ret);
 
-/* Parsers exposed for the client and tests. Return 0 or -EINVAL. */
+/*
+ * Check a filter expression for the event system:event against the
+ * kernel's filter grammar (daemon/config-filter.c): its structure always;
+ * with tracing_dir (e.g. "/sys/kernel/tracing") also the field names of
+ * events/SYSTEM/EVENT/format (parsed with libtraceevent), the operators
+ * each kind of field allows and the kind of value it is compared with.
+ * Returns 0; -EINVAL with *ret_error ("what is wrong", caller frees) if
+ * ret_error is not NULL; -ENOMEM.
+ */
+int config_check_filter(const char *tracing_dir, const char *system, const char *event,
+			const char *expr, char **ret_error);
+
+/*
+ * Parsers exposed for the client and tests. Return 0, -EINVAL for bad
+ * syntax (a duration needs a unit unless it is 0), -ERANGE on overflow.
+ */
 int config_parse_size(const char *s, uint64_t *ret);		/* "64M", "512K", "1G", "4096" */
 int config_parse_duration(const char *s, uint64_t *ret_usec);	/* "10min", "30s", "1h", "500ms" */
 int config_parse_bool(const char *s, bool *ret);
