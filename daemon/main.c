@@ -11,8 +11,11 @@
 #include <sys/wait.h>
 #include <systemd/sd-event.h>
 
+#include "commands.h"
 #include "config.h"
+#include "ctl.h"
 #include "log.h"
+#include "notify.h"
 #include "recorder.h"
 #include "util.h"
 
@@ -26,9 +29,12 @@ struct daemon {
 	const char *directory_override;
 	struct config cfg;
 	struct config old_cfg;		/* kept alive until the next reload: the recorder borrowed it */
+	const struct config *cfg_in_force;	/* &cfg, for the control commands */
 	struct recorder *rec;
+	struct ctl *ctl;
+	struct commands commands;
 	sd_event *event;
-	sd_event_source *status_timer;
+	sd_event_source *status_timer, *notify_timer, *watchdog_timer;
 	unsigned hooks_running;
 };
 
@@ -124,40 +130,58 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 	struct daemon *d = userdata;
 
 	log_info("received signal %d, stopping", (int)si->ssi_signo);
+	notify_stopping();
 	return sd_event_exit(d->event, 0);
 }
 
-static void reload(struct daemon *d)
+/*
+ * Parse the file into a fresh config and swap it in only if it is valid.
+ * Returns 0 or -errno with *ret_error set; *ret_restart lists the keys that
+ * need a restart (NULL if none).
+ */
+static int reload(struct daemon *d, char **ret_error, char **ret_restart)
 {
-	_cleanup_free_ char *error = NULL, *restart = NULL;
 	struct config next = { 0 };
 	int r;
 
-	r = load_config(d, &next, &error);
+	notify_reloading();
+	r = load_config(d, &next, ret_error);
+	if (r >= 0)
+		r = recorder_reload(d->rec, &next, ret_restart);
 	if (r < 0) {
-		log_err("reload failed, keeping the running configuration: %s",
-			error ? error : strerror(-r));
 		config_done(&next);
-		return;
-	}
-	r = recorder_reload(d->rec, &next, &restart);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "reload failed, keeping the running configuration");
-		config_done(&next);
-		return;
+		notify_ready();
+		return r;
 	}
 	config_done(&d->old_cfg);
 	d->old_cfg = d->cfg;
 	d->cfg = next;
-	if (restart)
-		log_warn("reloaded; these settings take effect only after a restart: %s", restart);
+	if (d->ctl)
+		(void)ctl_set_group(d->ctl, d->cfg.socket_group);
+	notify_ready();
+	return 0;
+}
+
+static int reload_request(void *userdata, char **ret_error, char **ret_restart)
+{
+	struct daemon *d = userdata;
+	int r = reload(d, ret_error, ret_restart);
+
+	if (r < 0)
+		log_err("reload failed, keeping the running configuration: %s",
+			*ret_error ? *ret_error : strerror(-r));
+	else if (*ret_restart)
+		log_warn("reloaded; these settings take effect only after a restart: %s", *ret_restart);
 	else
 		log_info("reloaded '%s'", d->config_path);
+	return r;
 }
 
 static int on_reload_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
-	reload(userdata);
+	_cleanup_free_ char *error = NULL, *restart = NULL;
+
+	(void)reload_request(userdata, &error, &restart);
 	return 0;
 }
 
@@ -169,6 +193,44 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	(void)recorder_summary(d->rec, line, sizeof(line));
 	log_info("%s", line);
 	return sd_event_source_set_time_relative(s, d->cfg.status_interval_usec);
+}
+
+/* STATUS= stays current: a one-line summary every few seconds. */
+static int on_notify_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	char line[256];
+
+	(void)recorder_summary(d->rec, line, sizeof(line));
+	notify_status("%s", line);
+	return sd_event_source_set_time_relative(s, 5 * USEC_PER_SEC);
+}
+
+static int on_watchdog_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	uint64_t interval = 0;
+
+	notify_watchdog();
+	(void)notify_watchdog_usec(&interval);
+	return sd_event_source_set_time_relative(s, MAX(interval / 2, USEC_PER_SEC / 10));
+}
+
+static int setup_notify(struct daemon *d)
+{
+	uint64_t interval = 0;
+	int r;
+
+	r = sd_event_add_time_relative(d->event, &d->notify_timer, CLOCK_MONOTONIC, 5 * USEC_PER_SEC,
+				       0, on_notify_timer, d);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(d->notify_timer, SD_EVENT_ON);
+	if (r >= 0 && notify_watchdog_usec(&interval) > 0 && interval) {
+		r = sd_event_add_time_relative(d->event, &d->watchdog_timer, CLOCK_MONOTONIC,
+					       interval / 2, 0, on_watchdog_timer, d);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(d->watchdog_timer, SD_EVENT_ON);
+	}
+	return r;
 }
 
 static int setup_loop(struct daemon *d)
@@ -245,6 +307,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (notify_journal_stderr())
+		log_set_journal(true);
+
 	/* Nothing touches tracefs before the configuration is known to be valid. */
 	r = load_config(&d, &d.cfg, &error);
 	if (r < 0) {
@@ -270,15 +335,54 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	r = recorder_start(d.rec, d.event, on_segment, &d);
-	if (r < 0)
+	if (r < 0) {
+		notify_errno(-r);
 		goto out;
+	}
+	d.cfg_in_force = &d.cfg;
+	d.commands = (struct commands){
+		.rec = d.rec,
+		.cfg = &d.cfg_in_force,
+		.reload = reload_request,
+		.userdata = &d,
+	};
+	{
+		static const struct ctl_handlers handlers = { .request = commands_request };
+
+		r = ctl_new(d.event, d.cfg.socket_path, d.cfg.socket_group, &handlers, &d.commands,
+			    &d.ctl);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "cannot create the control socket '%s'", d.cfg.socket_path);
+			recorder_stop(d.rec);
+			goto out;
+		}
+	}
+	r = setup_notify(&d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot set up the status timers");
+		recorder_stop(d.rec);
+		goto out;
+	}
+	/* every CPU is being read: only now is the service ready */
+	{
+		char line[256];
+
+		(void)recorder_summary(d.rec, line, sizeof(line));
+		notify_status("%s", line);
+	}
+	notify_ready();
 	r = sd_event_loop(d.event);
 	if (r < 0)
 		log_errno(LOG_ERR, r, "event loop failed");
+	notify_stopping();
+	d.ctl = ctl_free(d.ctl);
 	recorder_stop(d.rec);
 out:
+	d.ctl = ctl_free(d.ctl);
 	d.rec = recorder_free(d.rec);
 	sd_event_source_disable_unref(d.status_timer);
+	sd_event_source_disable_unref(d.notify_timer);
+	sd_event_source_disable_unref(d.watchdog_timer);
 	sd_event_unref(d.event);
 	config_done(&d.cfg);
 	config_done(&d.old_cfg);
