@@ -1,1 +1,610 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Offline commands that decode events: report (trace-cmd report layout),
+ * stacks (the stack tables) and folded (flame graph input).
+ *
+ * Exit status: 0 when every segment decoded, 1 when any was unreadable,
+ * damaged, cut short or recovered after a crash (everything readable is
+ * printed first), 2 on usage errors.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+
+#include <event-parse.h>
+
+#include "commands.h"
+#include "ctl-proto.h"
+#include "decode.h"
+#include "log.h"
+#include "util.h"
+
+/* Timestamps of these trace clocks are nanoseconds; trace-cmd prints them as s.us. */
+static bool clock_in_ns(const char *clock)
+{
+	return !clock || !*clock || streq(clock, "local") || streq(clock, "global") ||
+	       streq(clock, "uptime") || streq(clock, "perf") || startswith(clock, "mono") ||
+	       streq(clock, "boot");
+}
+
+/* Log a decoder problem; 1 if decoding may go on, -1 if it must stop. */
+static int decode_problem(struct decoder *d, int r)
+{
+	if (r == -ENOMEM) {
+		log_errno(LOG_ERR, r, "cannot decode");
+		return -1;
+	}
+	log_err("%s", decoder_error(d) ?: strerror(-r));
+	return 1;
+}
+
+static void print_frame(struct trace_seq *s, const struct decoded_event *ev, uint16_t i)
+{
+	const char *func;
+	uint64_t addr;
+
+	if (ev->text) {
+		trace_seq_printf(s, "\n=> %s", ev->frames[i]);
+		return;
+	}
+	addr = ev->ips[i];
+	func = tep_find_function(ev->tep, addr);
+	if (!func && addr == DECODE_FTRACE_TRAMPOLINE)
+		func = "[FTRACE TRAMPOLINE]";
+	if (func)
+		trace_seq_printf(s, "\n=> %s (%" PRIx64 ")", func, addr);
+	else
+		trace_seq_printf(s, "\n=> %" PRIx64, addr);
+}
+
+static void print_event(struct trace_seq *s, const struct decoded_event *ev, bool ns)
+{
+	static const char spaces[] = "                    ";	/* 20 */
+	const char *name = ev->event ? ev->event->name : "(NULL)";
+	size_t len;
+
+	/* A stack_ref is a kernel_stack the daemon stored once: print it as the kernel wrote it. */
+	if (ev->kind == DECODED_STACK_REF)
+		name = "kernel_stack";
+
+	trace_seq_reset(s);
+	tep_print_event(ev->tep, s, ev->record, "%16s-%-5d [%03d]", TEP_PRINT_COMM, TEP_PRINT_PID,
+			TEP_PRINT_CPU);
+	if (ns)
+		tep_print_event(ev->tep, s, ev->record, " %6.1000d:", TEP_PRINT_TIME);
+	else
+		tep_print_event(ev->tep, s, ev->record, "%12d:", TEP_PRINT_TIME);
+	trace_seq_printf(s, " %s: ", name);
+	len = strlen(name);
+	if (len < 20)
+		trace_seq_printf(s, "%.*s", (int)(20 - len), spaces);
+
+	if (!ev->is_stack) {
+		tep_print_event(ev->tep, s, ev->record, "%s", TEP_PRINT_INFO);
+	} else {
+		trace_seq_puts(s, "<stack trace >");
+		if (ev->resolved)
+			for (uint16_t i = 0; i < ev->nr; i++)
+				print_frame(s, ev, i);
+		else if (ev->kind == DECODED_KERNEL_STACK)
+			trace_seq_printf(s, "\n=> <%s>", ev->unresolved_reason);
+		else
+			trace_seq_printf(s, "\n=> <unresolved %s %" PRIu32 ": %s>",
+					 ev->kind == DECODED_STACK_ID ? "stack_id" : "stack_ref",
+					 ev->stack_id, ev->unresolved_reason);
+	}
+	trace_seq_terminate(s);
+	len = s->len;
+	if (len && s->buffer[len - 1] == '\n')
+		len--;
+	fwrite(s->buffer, 1, len, stdout);
+	fputc('\n', stdout);
+}
+
+static void report_usage(FILE *f)
+{
+	fprintf(f, "Usage: stackmapctl report [--cpu N] [--events] SEGMENT...\n"
+		   "  --cpu N    only events of CPU N\n"
+		   "  --events   only events, without their stacks\n");
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "events", no_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	_cleanup_(trace_seq_destroy) struct trace_seq s;
+	struct decoder *d = NULL;
+	struct decoded_event ev;
+	bool events_only = false, damaged = false;
+	long cpu = -1;
+	int c, r;
+
+	trace_seq_init(&s);
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+		char *e;
+
+		switch (c) {
+		case 'c':
+			errno = 0;
+			cpu = strtol(optarg, &e, 10);
+			if (errno || *e || cpu < 0 || cpu >= STACKTAB_MAX_CPUS) {
+				log_err("report: invalid CPU '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'e':
+			events_only = true;
+			break;
+		case 'h':
+			report_usage(stdout);
+			return 0;
+		default:
+			report_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		report_usage(stderr);
+		return 2;
+	}
+
+	r = decoder_open((const char *const *)argv + optind, (size_t)(argc - optind), &d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot decode");
+		return 1;
+	}
+	for (;;) {
+		r = decoder_next(d, &ev);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			damaged = true;
+			if (decode_problem(d, r) < 0)
+				break;
+			continue;
+		}
+		if (cpu >= 0 && ev.cpu != (unsigned long)cpu)
+			continue;
+		if (ev.lost_before > 0)
+			printf("CPU:%u [LOST %lld EVENTS]\n", ev.cpu, ev.lost_before);
+		else if (ev.lost_before < 0)
+			printf("CPU:%u [LOST EVENTS]\n", ev.cpu);
+		if (events_only && ev.is_stack)
+			continue;
+		print_event(&s, &ev, clock_in_ns(decoder_segment_meta(ev.seg, "clock")));
+	}
+	decoder_free(d);
+	if (fflush(stdout) != 0) {
+		log_errno(LOG_ERR, -errno, "cannot write the report");
+		return 1;
+	}
+	return damaged ? 1 : 0;
+}
+
+/* ---- stacks ---- */
+
+static const char *gen_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case SEGMENT_GEN_ADOPTED:
+		return "adopted";
+	case SEGMENT_GEN_RESET_LOSSLESS:
+		return "reset_lossless";
+	case SEGMENT_GEN_RESET_STRICT:
+		return "reset_strict";
+	case SEGMENT_GEN_RESET_EXTERNAL:
+		return "reset_external";
+	default:
+		return "unknown";
+	}
+}
+
+struct stacks_out {
+	const struct decoder_segment *seg;
+	struct json_writer *json;	/* NULL: text */
+};
+
+static int print_generation(uint32_t cpu, const struct segment_generation *g, void *userdata)
+{
+	struct stacks_out *o = userdata;
+	struct json_writer *w = o->json;
+
+	if (!w) {
+		printf("generation %" PRIu32 " (previous %" PRIu32 ") %s ", g->generation,
+		       g->prev_generation, gen_kind_name(g->kind));
+		if (cpu == SEGMENT_NO_CPU)
+			printf("window %" PRIu64 ".%09" PRIu64 "-%" PRIu64 ".%09" PRIu64 "\n",
+			       g->window_begin / 1000000000, g->window_begin % 1000000000,
+			       g->window_end / 1000000000, g->window_end % 1000000000);
+		else
+			printf("cpu %" PRIu32 " boundary\n", cpu);
+		return 0;
+	}
+	json_object_open(w, NULL);
+	json_add_uint(w, "generation", g->generation);
+	json_add_uint(w, "previous", g->prev_generation);
+	json_add_string(w, "kind", gen_kind_name(g->kind));
+	if (cpu == SEGMENT_NO_CPU) {
+		json_add_null(w, "cpu");
+		json_add_uint(w, "window_begin", g->window_begin);
+		json_add_uint(w, "window_end", g->window_end);
+	} else
+		json_add_uint(w, "cpu", cpu);
+	json_object_close(w);
+	return 0;
+}
+
+static int print_stack(const struct stack_entry *e, bool conflict, void *userdata)
+{
+	struct stacks_out *o = userdata;
+	struct json_writer *w = o->json;
+	bool absent = e->flags & SEGMENT_STACK_F_ABSENT;
+	char sym[512];
+
+	if (!w) {
+		printf("generation %" PRIu32 " id %" PRIu32, e->generation, e->id);
+		if (absent)
+			printf(" ABSENT\n");
+		else
+			printf(" refs %" PRIu32 " depth %u%s\n", e->refs, e->nr,
+			       conflict ? " CONFLICT (another stack has the same id; not resolved)" :
+					  "");
+	} else {
+		json_object_open(w, NULL);
+		json_add_uint(w, "generation", e->generation);
+		json_add_uint(w, "id", e->id);
+		json_add_uint(w, "refs", e->refs);
+		json_add_uint(w, "depth", e->nr);
+		json_add_bool(w, "absent", absent);
+		json_add_bool(w, "conflict", conflict);
+		json_array_open(w, "frames");
+	}
+	for (uint16_t i = 0; i < e->nr; i++) {
+		const char *f = sym;
+
+		if (e->flags & SEGMENT_STACK_F_TEXT)
+			f = e->text[i];
+		else
+			(void)decoder_segment_symbolize(o->seg, e->ips[i], true, sym, sizeof(sym));
+		if (!w) {
+			printf("  [%u] %s\n", i, f);
+			continue;
+		}
+		json_object_open(w, NULL);
+		if (!(e->flags & SEGMENT_STACK_F_TEXT)) {
+			char addr[24];
+
+			(void)snprintf(addr, sizeof(addr), "0x%" PRIx64, e->ips[i]);
+			json_add_string(w, "address", addr);
+		}
+		json_add_string(w, "symbol", f);
+		json_object_close(w);
+	}
+	if (w) {
+		json_array_close(w);
+		json_object_close(w);
+	}
+	return 0;
+}
+
+static int stacks_one(const char *path, bool json)
+{
+	_cleanup_free_ char *msg = NULL, *text = NULL;
+	struct decoder_segment *seg = NULL;
+	struct json_writer w;
+	struct stacks_out o = { .json = json ? &w : NULL };
+	const char *err;
+	int r, ret = 0;
+
+	r = decoder_segment_load(path, &seg, &msg);
+	if (r < 0) {
+		if (msg)
+			log_err("%s", msg);
+		else
+			log_errno(LOG_ERR, r, "cannot read '%s'", path);
+		return 1;
+	}
+	o.seg = seg;
+	for (size_t i = 0; (err = decoder_segment_error(seg, i)); i++) {
+		log_err("%s", err);
+		ret = 1;
+	}
+
+	if (json) {
+		json_writer_init(&w, SIZE_MAX);
+		json_object_open(&w, NULL);
+		json_add_string(&w, "path", path);
+		json_array_open(&w, "errors");
+		for (size_t i = 0; (err = decoder_segment_error(seg, i)); i++)
+			json_add_string(&w, NULL, err);
+		json_array_close(&w);
+		json_array_open(&w, "generations");
+	} else
+		printf("# %s\n", path);
+
+	r = stacktab_foreach_generation(decoder_segment_stacktab(seg), print_generation, &o);
+	if (json) {
+		json_array_close(&w);
+		json_array_open(&w, "stacks");
+	}
+	if (r >= 0)
+		r = stacktab_foreach(decoder_segment_stacktab(seg), print_stack, &o);
+	if (json) {
+		json_array_close(&w);
+		json_object_close(&w);
+		if (r >= 0)
+			r = json_writer_finish(&w, &text, NULL);
+		json_writer_done(&w);
+		if (r >= 0)
+			printf("%s\n", text);
+	}
+	decoder_segment_free(seg);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot list the stacks of '%s'", path);
+		return 1;
+	}
+	return ret;
+}
+
+int cmd_stacks(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	bool json = false;
+	int c, ret = 0;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			printf("Usage: stackmapctl stacks [--json] SEGMENT...\n");
+			return 0;
+		default:
+			fprintf(stderr, "Usage: stackmapctl stacks [--json] SEGMENT...\n");
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "Usage: stackmapctl stacks [--json] SEGMENT...\n");
+		return 2;
+	}
+	for (int i = optind; i < argc; i++) {
+		if (!json && i > optind)
+			printf("\n");
+		ret |= stacks_one(argv[i], json);
+	}
+	if (fflush(stdout) != 0) {
+		log_errno(LOG_ERR, -errno, "cannot write the stacks");
+		return 1;
+	}
+	return ret;
+}
+
+/* ---- folded ---- */
+
+/* Folded lines and their counts: a string hash table. */
+struct fold {
+	char *key;
+	uint64_t count;
+};
+
+struct folds {
+	struct fold *slots;
+	size_t nr_slots, nr;
+};
+
+static size_t str_hash(const char *s, size_t len)
+{
+	uint64_t h = UINT64_C(14695981039346656037);	/* FNV-1a */
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= UINT64_C(1099511628211);
+	}
+	return (size_t)h;
+}
+
+static struct fold *fold_slot(struct fold *slots, size_t nr_slots, const char *key, size_t len)
+{
+	size_t mask = nr_slots - 1;
+
+	for (size_t i = str_hash(key, len) & mask;; i = (i + 1) & mask)
+		if (!slots[i].key || (strlen(slots[i].key) == len && !memcmp(slots[i].key, key, len)))
+			return &slots[i];
+}
+
+static int folds_add(struct folds *f, const char *key, size_t len)
+{
+	struct fold *slot;
+
+	if (f->nr * 2 >= f->nr_slots) {
+		size_t n = f->nr_slots ? f->nr_slots * 2 : 1024;
+		struct fold *slots = calloc(n, sizeof(*slots));
+
+		if (!slots)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->nr_slots; i++)
+			if (f->slots[i].key)
+				*fold_slot(slots, n, f->slots[i].key, strlen(f->slots[i].key)) =
+					f->slots[i];
+		free(f->slots);
+		f->slots = slots;
+		f->nr_slots = n;
+	}
+	slot = fold_slot(f->slots, f->nr_slots, key, len);
+	if (!slot->key) {
+		slot->key = strndup(key, len);
+		if (!slot->key)
+			return -ENOMEM;
+		f->nr++;
+	}
+	slot->count++;
+	return 0;
+}
+
+static void folds_done(struct folds *f)
+{
+	for (size_t i = 0; i < f->nr_slots; i++)
+		free(f->slots[i].key);
+	free(f->slots);
+}
+
+static int fold_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fold *)a)->key, ((const struct fold *)b)->key);
+}
+
+/* One frame as a flame graph wants it: the function name, no offset, no ';'. */
+static int append_frame(struct buf *b, const struct decoded_event *ev, uint16_t i)
+{
+	char sym[256];
+	const char *f = sym;
+	size_t len;
+
+	if (ev->text) {
+		f = ev->frames[i];
+		len = strcspn(f, "+ ");
+		if (!len || f[0] == '[')
+			len = strlen(f);
+	} else {
+		(void)decoder_segment_symbolize(ev->seg, ev->ips[i], false, sym, sizeof(sym));
+		len = strlen(sym);
+	}
+	for (size_t k = 0; k < len; k++) {
+		int r = buf_append(b, f[k] == ';' ? ":" : &f[k], 1);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static bool event_matches(const struct tep_event *e, const char *filter)
+{
+	const char *colon = strchr(filter, ':');
+
+	if (!e)
+		return false;
+	if (!colon)
+		return streq(e->name, filter);
+	return strlen(e->system) == (size_t)(colon - filter) &&
+	       !strncmp(e->system, filter, (size_t)(colon - filter)) && streq(e->name, colon + 1);
+}
+
+static int fold_event(struct folds *f, struct buf *b, const struct decoded_event *ev)
+{
+	int r;
+
+	buf_reset(b);
+	r = buf_printf(b, "%s", ev->owner ? ev->owner->name : "[unknown]");
+	if (r < 0)
+		return r;
+	if (!ev->resolved)
+		r = buf_printf(b, ";[unresolved]");
+	for (int i = ev->resolved ? (int)ev->nr - 1 : -1; r >= 0 && i >= 0; i--) {
+		r = buf_append(b, ";", 1);
+		if (r >= 0)
+			r = append_frame(b, ev, (uint16_t)i);
+	}
+	if (r < 0)
+		return r;
+	return folds_add(f, (const char *)b->data, b->len);
+}
+
+int cmd_folded(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *usage = "Usage: stackmapctl folded [--event SYSTEM:NAME] SEGMENT...\n";
+	struct folds f = {};
+	struct buf b = {};
+	struct decoder *d = NULL;
+	struct decoded_event ev;
+	const char *filter = NULL;
+	bool damaged = false;
+	int c, r;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'e':
+			filter = optarg;
+			break;
+		case 'h':
+			printf("%s", usage);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+
+	r = decoder_open((const char *const *)argv + optind, (size_t)(argc - optind), &d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot decode");
+		return 1;
+	}
+	for (;;) {
+		r = decoder_next(d, &ev);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			damaged = true;
+			if (decode_problem(d, r) < 0)
+				break;
+			continue;
+		}
+		if (!ev.is_stack || (filter && !event_matches(ev.owner, filter)))
+			continue;
+		r = fold_event(&f, &b, &ev);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "cannot fold stacks");
+			damaged = true;
+			break;
+		}
+	}
+	decoder_free(d);
+	buf_done(&b);
+
+	/* Sorted so that equal inputs give equal outputs (diffable flame graph input). */
+	{
+		struct fold *all = calloc(f.nr ? f.nr : 1, sizeof(*all));
+		size_t n = 0;
+
+		if (!all) {
+			folds_done(&f);
+			log_errno(LOG_ERR, -ENOMEM, "cannot fold stacks");
+			return 1;
+		}
+		for (size_t i = 0; i < f.nr_slots; i++)
+			if (f.slots[i].key)
+				all[n++] = f.slots[i];
+		qsort(all, n, sizeof(*all), fold_cmp);
+		for (size_t i = 0; i < n; i++)
+			printf("%s %" PRIu64 "\n", all[i].key, all[i].count);
+		free(all);
+	}
+	folds_done(&f);
+	if (fflush(stdout) != 0) {
+		log_errno(LOG_ERR, -errno, "cannot write the stacks");
+		return 1;
+	}
+	return damaged ? 1 : 0;
+}

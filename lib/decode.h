@@ -1,1 +1,160 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Offline decoding of segments (doc/segment-format.md) into a time-ordered
+ * stream of events, with their stacks resolved through each segment's own
+ * stack table and event formats (libtraceevent). Used by stackmapctl
+ * report/stacks/folded. Segments of one recording given in order read as
+ * one trace: per-CPU streams continue from one segment into the next, and
+ * events are merged across CPUs by timestamp.
+ *
+ * Not thread-safe; one decoder per thread.
+ */
+#ifndef STACKMAPD_DECODE_H
+#define STACKMAPD_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stacktab.h"
+
+struct tep_handle;
+struct tep_event;
+struct tep_record;
+struct decoder_segment;
+
+/* Which kind of stack entry an event is. */
+enum decoded_stack {
+	DECODED_NOT_STACK,	/* an ordinary event */
+	DECODED_KERNEL_STACK,	/* ftrace kernel_stack: the addresses are in the event */
+	DECODED_STACK_ID,	/* ftrace stack_id: a kernel stack map id */
+	DECODED_STACK_REF,	/* stackmapd stack_ref: an id in the daemon's stack table */
+	DECODED_STACK_MAX
+};
+
+/*
+ * One event. Every pointer is borrowed from the decoder and valid until the
+ * next decoder_next() or decoder_free() call.
+ */
+struct decoded_event {
+	unsigned int cpu;
+	uint64_t ts;			/* trace clock, as recorded */
+	const char *segment;		/* path of the segment it comes from */
+	const struct decoder_segment *seg; /* that segment (see decoder_segment_*() below) */
+	struct tep_handle *tep;		/* that segment's formats, symbols, comms */
+	struct tep_record *record;	/* ts, cpu, data, size: for tep_print_event() */
+	struct tep_event *event;	/* its format, NULL if the segment has none for its type */
+
+	/*
+	 * Events the kernel lost on this CPU just before this one (the page
+	 * it starts had missed events): 0 none, > 0 how many, -1 some (the
+	 * count was not stored).
+	 */
+	long long lost_before;
+
+	/* Stack entries (kind != DECODED_NOT_STACK): */
+	enum decoded_stack kind;
+	bool is_stack;			/* kind != DECODED_NOT_STACK */
+	uint32_t stack_id;		/* the id (STACK_ID) or ref (STACK_REF) */
+	bool resolved;			/* frames below are valid (always for KERNEL_STACK) */
+	const char *unresolved_reason;	/* when !resolved: why (stacktab_resolve() reasons) */
+	uint16_t nr;			/* frames, innermost first */
+	bool text;			/* frames are symbolized strings (TEXT entries) */
+	const uint64_t *ips;		/* nr addresses, when !text */
+	const char *const *frames;	/* nr strings, when text */
+	/*
+	 * The event of the same CPU that this stack follows (the kernel
+	 * writes a stack right after its event), or NULL if that event was
+	 * not seen (start of the data, lost events).
+	 */
+	struct tep_event *owner;
+};
+
+struct decoder;
+
+/*
+ * Prepare decoding of n segment files (paths borrowed; they must stay valid
+ * while the decoder lives), in the order given, which should be recording
+ * order. Nothing is read yet: problems with a file are reported by
+ * decoder_next(). On success *ret owns the decoder. Returns 0, -EINVAL
+ * (n == 0) or -ENOMEM.
+ */
+int decoder_open(const char *const *paths, size_t n, struct decoder **ret);
+
+/*
+ * The next event in timestamp order (ties: lower CPU first) into *ev.
+ * Returns 1 for an event, 0 at the end of all segments, or a negative errno:
+ *   -ENOMEM: fatal, stop.
+ *   anything else: one segment was unreadable, corrupt or truncated; every
+ *   event before the damage has been returned, decoder_error() describes
+ *   it, and decoding continues with the following call.
+ */
+int decoder_next(struct decoder *d, struct decoded_event *ev);
+
+/*
+ * Message for the last negative decoder_next() result, naming the segment
+ * path and, for damaged data, the file offset. Borrowed; valid until the
+ * next decoder_next() call.
+ */
+const char *decoder_error(const struct decoder *d);
+
+/* Per-CPU count of events the kernel reported lost in the pages read so far. */
+uint64_t decoder_lost_events(const struct decoder *d, unsigned int cpu);
+
+/* Resolution counters over all segments decoded so far. */
+void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret);
+
+/*
+ * Bytes of other CPUs' data the decoder may hold while looking ahead in a
+ * segment for one CPU's next record (default 256 MiB). Beyond it, that CPU
+ * reads the segment again on its own instead (slower, bounded memory).
+ */
+void decoder_set_lookahead_limit(struct decoder *d, size_t bytes);
+
+/* Free the decoder (NULL is fine). Returns NULL. */
+struct decoder *decoder_free(struct decoder *d);
+
+/* ---- one segment's tables, without its events ---- */
+
+/*
+ * Read a whole segment (path borrowed) for its META, FILE, STACKS and
+ * GENERATION records: event formats, symbols, comms and the stack table.
+ * A segment that is damaged after its META record still loads, with what
+ * precedes the damage, and decoder_segment_error() says so. Returns 0 and
+ * *ret (owned; decoder_segment_free()), or -errno if the file cannot be
+ * read at all (then *ret_error, if not NULL, gets an allocated message).
+ */
+int decoder_segment_load(const char *path, struct decoder_segment **ret, char **ret_error);
+
+struct decoder_segment *decoder_segment_free(struct decoder_segment *s);
+
+/*
+ * Problems found in the segment (damaged, cut short, recovered after a
+ * crash, malformed records): the i-th message (from 0), or NULL after the
+ * last one; decoder_segment_error(s, 0) == NULL means intact. Borrowed.
+ */
+const char *decoder_segment_error(const struct decoder_segment *s, size_t i);
+
+/* The segment's stack table. Borrowed. */
+struct stacktab *decoder_segment_stacktab(const struct decoder_segment *s);
+
+/* The segment's tep_handle (formats, kallsyms, comms). Borrowed. */
+struct tep_handle *decoder_segment_tep(const struct decoder_segment *s);
+
+/* Value of a META key, or NULL. Borrowed. */
+const char *decoder_segment_meta(const struct decoder_segment *s, const char *key);
+
+/*
+ * Symbolize a kernel address with the segment's kallsyms: with_offset
+ * gives "func+0x12/0x80" (and " [module]"), otherwise "func". The ftrace
+ * trampoline marker gives "[FTRACE TRAMPOLINE]"; an unknown address
+ * "0xffffffff81234567". buf is always NUL-terminated. Returns the length or
+ * -ENOBUFS (truncated).
+ */
+int decoder_segment_symbolize(const struct decoder_segment *s, uint64_t addr, bool with_offset,
+			      char *buf, size_t len);
+
+/* The address stack_id/kernel_stack entries use for the ftrace trampoline. */
+#define DECODE_FTRACE_TRAMPOLINE 0x7fffffffu
+
+#endif

@@ -1,0 +1,724 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The segment decoder. Real ring-buffer pages (tests/data/pages) are written
+ * into segments for two CPUs and read back through the decoder: the merged
+ * stream must hold exactly the events a direct kbuffer walk of the pages
+ * finds, in timestamp order, with kernel_stack frames, lost-event counts
+ * and owners. Then the same pages transcoded by the daemon's transcoder
+ * (stack_ref entries, stack table at the end of the segment), synthetic
+ * stack_id pages with reset windows and strict per-CPU boundaries, several
+ * segments in a row, damaged, missing and unfinished segments, and the
+ * bounded lookahead.
+ */
+#include <fcntl.h>
+
+#include <event-parse.h>
+#include <kbuffer.h>
+
+#include "buf.h"
+#include "decode.h"
+#include "helpers.h"
+#include "segment.h"
+#include "stacktab.h"
+#include "transcode.h"
+#include "util.h"
+
+#define PAGE 4096
+#define NR_PAGES 16
+#define CPU1_SHIFT 777		/* ns added to CPU 0's pages to make CPU 1's */
+#define STACK_REF_ID 9999
+#define MAX_REF 4096
+
+static char *dir;
+static uint8_t raw[NR_PAGES][PAGE];
+
+static char *data_path(const char *name)
+{
+	const char *top = getenv("top_srcdir");
+	char *p;
+
+	if (strprintf(&p, "%s/tests/data/pages/%s", top ? top : ".", name) < 0)
+		exit(99);
+	return p;
+}
+
+static char *load(const char *name, size_t *len)
+{
+	_cleanup_free_ char *p = data_path(name);
+	char *buf;
+
+	if (read_file(p, &buf, len) < 0) {
+		fprintf(stderr, "cannot read %s\n", p);
+		exit(99);
+	}
+	return buf;
+}
+
+/* ---- building segments ---- */
+
+static const char *const formats[][2] = {
+	{ "events/ftrace/kernel_stack/format", "ftrace/kernel_stack.format" },
+	{ "events/ftrace/print/format", "ftrace/print.format" },
+	{ "events/kmem/kmem_cache_alloc/format", "kmem/kmem_cache_alloc.format" },
+	{ "events/sched/sched_switch/format", "sched/sched_switch.format" },
+};
+
+static struct segment_writer *seg_open(const char *name, const char *extra_meta)
+{
+	struct segment_writer *w;
+	struct buf m = {};
+	size_t len;
+	char *f;
+
+	CHECK(segment_writer_open(dir, name, &w) == 0);
+	CHECK(buf_printf(&m, "format_version=1\nproducer=test\npage_size=4096\nlong_size=8\n"
+			     "byte_order=little\nclock=local\nnr_cpus=2\nkernel_stack_event_id=4\n"
+			     "%s", extra_meta ? extra_meta : "") == 0);
+	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, m.data, m.len, 0, NULL) ==
+	      0);
+	buf_done(&m);
+	f = load("header_page", &len);
+	CHECK(segment_writer_append_file(w, "header_page", f, len, 1) == 0);
+	free(f);
+	for (size_t i = 0; i < ARRAY_SIZE(formats); i++) {
+		f = load(formats[i][1], &len);
+		CHECK(segment_writer_append_file(w, formats[i][0], f, len, 1) == 0);
+		free(f);
+	}
+	return w;
+}
+
+static char *seg_finish(struct segment_writer *w)
+{
+	struct segment_index idx = {};
+	char *path = NULL;
+
+	CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
+	return path;
+}
+
+/* Pages [from, to) of CPU 0's capture, as CPU cpu (timestamps shifted for CPU 1), compacted. */
+static void add_pages(struct segment_writer *w, unsigned cpu, int from, int to)
+{
+	struct buf b = {};
+
+	for (int i = from; i < to; i++) {
+		uint8_t pg[PAGE];
+		int len;
+
+		memcpy(pg, raw[i], PAGE);
+		if (cpu == 1)
+			put_le64(pg, get_le64(pg) + CPU1_SHIFT);
+		len = segment_page_len(pg, PAGE, 8, false, PAGE);
+		CHECK(len > 0);
+		CHECK(buf_append(&b, pg, (size_t)len) == 0);
+	}
+	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, cpu, b.data, b.len, 1, NULL) == 0);
+	buf_done(&b);
+}
+
+/* ---- the reference: the same pages walked directly ---- */
+
+struct ref {
+	uint64_t ts;
+	unsigned cpu;
+	unsigned seq;
+	int size;
+	uint16_t type;
+	uint64_t sum;
+	uint16_t nr;			/* kernel_stack: frames */
+	uint64_t ips[64];
+};
+
+static struct ref refs[MAX_REF];
+static size_t nr_refs;
+
+static uint64_t data_sum(const void *p, int size)
+{
+	const uint8_t *b = p;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (int i = 0; i < size; i++)
+		h = (h ^ b[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void ref_pages(unsigned cpu, int from, int to)
+{
+	struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
+
+	for (int i = from; i < to; i++) {
+		static uint8_t pg[PAGE];
+		unsigned long long ts;
+		void *d;
+
+		memcpy(pg, raw[i], PAGE);
+		if (cpu == 1)
+			put_le64(pg, get_le64(pg) + CPU1_SHIFT);
+		CHECK(kbuffer_load_subbuffer(kb, pg) == 0);
+		for (d = kbuffer_read_event(kb, &ts); d; d = kbuffer_next_event(kb, &ts)) {
+			struct ref *r = &refs[nr_refs];
+
+			if (nr_refs >= MAX_REF) {
+				fprintf(stderr, "too many events\n");
+				exit(99);
+			}
+			*r = (struct ref){ .ts = ts, .cpu = cpu, .seq = (unsigned)nr_refs,
+					   .size = kbuffer_event_size(kb), .type = get_le16(d) };
+			r->sum = data_sum(d, r->size);
+			if (r->type == 4) {
+				int n = (int)get_le32((uint8_t *)d + 8);
+
+				for (int k = 0; k < n && k < 64 && 16 + 8 * k + 8 <= r->size; k++)
+					r->ips[r->nr++] = get_le64((uint8_t *)d + 16 + 8 * k);
+			}
+			nr_refs++;
+		}
+	}
+	kbuffer_free(kb);
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* ---- decoding ---- */
+
+struct got {
+	size_t events, stacks, with_owner, mismatches, frame_mismatches, out_of_order;
+	size_t errors;
+	char error[512];
+	long long lost_first;
+};
+
+/* Decode paths and compare event by event with refs[skip_from..skip_to) left out. */
+static void decode_compare(const char *const *paths, size_t n, size_t lookahead, bool stack_refs,
+			   size_t skip_from, size_t skip_to, struct got *g)
+{
+	struct decoder *d;
+	struct decoded_event ev;
+	size_t k = 0;
+	uint64_t last_ts = 0;
+	int r;
+
+	*g = (struct got){ .lost_first = 0 };
+	CHECK(decoder_open(paths, n, &d) == 0);
+	if (lookahead)
+		decoder_set_lookahead_limit(d, lookahead);
+	while ((r = decoder_next(d, &ev)) != 0) {
+		const struct ref *rf;
+
+		if (r < 0) {
+			g->errors++;
+			snprintf(g->error, sizeof(g->error), "%s", decoder_error(d));
+			CHECK(r != -ENOMEM);
+			if (r == -ENOMEM)
+				break;
+			continue;
+		}
+		if (k == skip_from)
+			k = skip_to;
+		if (g->events == 0)
+			g->lost_first = ev.lost_before;
+		g->events++;
+		if (ev.ts < last_ts)
+			g->out_of_order++;
+		last_ts = ev.ts;
+		if (k >= nr_refs) {
+			g->mismatches++;
+			continue;
+		}
+		rf = &refs[k++];
+		if (ev.ts != rf->ts || ev.cpu != rf->cpu || ev.record->cpu != (int)rf->cpu ||
+		    (!stack_refs && (ev.record->size != rf->size ||
+				     data_sum(ev.record->data, ev.record->size) != rf->sum))) {
+			g->mismatches++;
+			continue;
+		}
+		if (rf->type != 4) {
+			if (ev.is_stack)
+				g->mismatches++;
+			if (!ev.event)
+				g->mismatches++;
+			continue;
+		}
+		g->stacks++;
+		if (ev.kind != (stack_refs ? DECODED_STACK_REF : DECODED_KERNEL_STACK) ||
+		    !ev.resolved || ev.text || ev.nr != rf->nr ||
+		    memcmp(ev.ips, rf->ips, sizeof(uint64_t) * rf->nr) != 0)
+			g->frame_mismatches++;
+		if (ev.owner && streq(ev.owner->name, "kmem_cache_alloc"))
+			g->with_owner++;
+	}
+	if (k == skip_from)
+		k = skip_to;
+	if (k != nr_refs)
+		g->mismatches++;
+	decoder_free(d);
+}
+
+static void test_real_pages(void)
+{
+	_cleanup_free_ char *path = NULL, *p1 = NULL, *p2 = NULL;
+	struct segment_writer *w;
+	struct got g;
+	size_t first_half;
+
+	nr_refs = 0;
+	ref_pages(0, 0, NR_PAGES);
+	ref_pages(1, 0, NR_PAGES);
+	qsort(refs, nr_refs, sizeof(*refs), ref_cmp);
+
+	/* one segment, records of the two CPUs interleaved */
+	w = seg_open("00000001-a", NULL);
+	add_pages(w, 0, 0, 8);
+	add_pages(w, 1, 0, 8);
+	add_pages(w, 0, 8, NR_PAGES);
+	add_pages(w, 1, 8, NR_PAGES);
+	path = seg_finish(w);
+
+	decode_compare((const char *const[]){ path }, 1, 0, false, SIZE_MAX, 0, &g);
+	CHECK_MSG(g.events == nr_refs && g.mismatches == 0 && g.errors == 0,
+		  "events %zu/%zu mismatches %zu errors %zu %s", g.events, nr_refs, g.mismatches,
+		  g.errors, g.error);
+	CHECK(g.out_of_order == 0);
+	CHECK(g.stacks > 100 && g.frame_mismatches == 0);
+	/* every stack follows the kmem_cache_alloc event that triggered it */
+	CHECK_MSG(g.with_owner + 2 >= g.stacks, "%zu of %zu", g.with_owner, g.stacks);
+	/* the first page of the capture had lost events, and said how many */
+	CHECK_MSG(g.lost_first > 0, "%lld", g.lost_first);
+
+	/* a lookahead of one byte: every CPU reads the segment on its own, same result */
+	decode_compare((const char *const[]){ path }, 1, 1, false, SIZE_MAX, 0, &g);
+	CHECK_MSG(g.events == nr_refs && g.mismatches == 0 && g.errors == 0,
+		  "events %zu/%zu mismatches %zu", g.events, nr_refs, g.mismatches);
+
+	/* The same pages in two segments: one continuous trace. */
+	w = seg_open("00000002-a", NULL);
+	add_pages(w, 0, 0, 8);
+	add_pages(w, 1, 0, 5);
+	p1 = seg_finish(w);
+	w = seg_open("00000003-a", NULL);
+	add_pages(w, 1, 5, NR_PAGES);
+	add_pages(w, 0, 8, NR_PAGES);
+	p2 = seg_finish(w);
+	decode_compare((const char *const[]){ p1, p2 }, 2, 0, false, SIZE_MAX, 0, &g);
+	CHECK_MSG(g.events == nr_refs && g.mismatches == 0 && g.errors == 0,
+		  "events %zu/%zu mismatches %zu errors %zu %s", g.events, nr_refs, g.mismatches,
+		  g.errors, g.error);
+
+	/* The first segment alone: exactly its events. */
+	first_half = 0;
+	for (size_t i = 0; i < nr_refs; i++)
+		if (refs[i].ts < get_le64(raw[8]) && (refs[i].cpu == 0 || refs[i].ts <
+						      get_le64(raw[5]) + CPU1_SHIFT))
+			first_half++;
+	{
+		struct decoder *d;
+		struct decoded_event ev;
+		size_t n = 0;
+
+		CHECK(decoder_open((const char *const[]){ p1 }, 1, &d) == 0);
+		while (decoder_next(d, &ev) > 0)
+			n++;
+		CHECK_MSG(n == first_half, "%zu %zu", n, first_half);
+		decoder_free(d);
+	}
+}
+
+static void test_damaged(void)
+{
+	_cleanup_free_ char *p1 = NULL, *p2 = NULL, *p3 = NULL, *part = NULL;
+	_cleanup_free_ char *missing = NULL;
+	uint64_t offsets[8];
+	size_t nr_off = 0, lost = 0, part_events = 0;
+	struct segment_writer *w;
+	struct segment_reader *rd;
+	struct segment_record rec;
+	int fd;
+
+	/* the same split as above, with CPU 1's second record damaged on disk */
+	w = seg_open("00000004-b", NULL);
+	add_pages(w, 0, 0, 8);
+	add_pages(w, 1, 0, 5);
+	p1 = seg_finish(w);
+	w = seg_open("00000005-b", NULL);
+	add_pages(w, 0, 8, NR_PAGES);
+	add_pages(w, 1, 5, NR_PAGES);
+	p2 = seg_finish(w);
+
+	CHECK(segment_reader_open(p2, &rd) == 0);
+	while (segment_reader_next(rd, &rec) > 0)
+		if (rec.type == SEGMENT_REC_PAGES && nr_off < ARRAY_SIZE(offsets))
+			offsets[nr_off++] = rec.offset;
+	segment_reader_free(rd);
+	CHECK(nr_off == 2);
+	fd = open(p2, O_RDWR);
+	CHECK(fd >= 0);
+	CHECK(pwrite(fd, "XXXX", 4, (off_t)offsets[1] + SEGMENT_REC_HDR_SIZE + 8) == 4);
+	close(fd);
+
+	CHECK(strprintf(&missing, "%s/00000006-nothere.smseg", dir) == 0);
+
+	/* an unfinished segment: the .part of a writer that never finished */
+	w = seg_open("00000007-c", NULL);
+	add_pages(w, 0, 0, 1);
+	CHECK(strprintf(&part, "%s", segment_writer_path(w)) == 0);
+	segment_writer_free(w);
+
+	/* CPU 1's events from page 5 on are lost with the damaged record; the .part adds page 0 */
+	for (size_t i = 0; i < nr_refs; i++) {
+		if (refs[i].cpu == 1 && refs[i].ts >= get_le64(raw[5]) + CPU1_SHIFT)
+			lost++;
+		if (refs[i].cpu == 0 && refs[i].ts < get_le64(raw[1]))
+			part_events++;
+	}
+	{
+		struct decoder *d;
+		struct decoded_event ev;
+		size_t events = 0, cpu1_after = 0, errors = 0, after_error = 0;
+		bool saw_damage = false, saw_missing = false, saw_part = false;
+		int r;
+
+		CHECK(decoder_open((const char *const[]){ p1, p2, missing, part }, 4, &d) == 0);
+		while ((r = decoder_next(d, &ev)) != 0) {
+			if (r < 0) {
+				const char *e = decoder_error(d);
+				char off[32];
+
+				errors++;
+				snprintf(off, sizeof(off), "%" PRIu64, offsets[1]);
+				if (strstr(e, p2) && strstr(e, off))
+					saw_damage = true;
+				if (strstr(e, missing))
+					saw_missing = true;
+				if (strstr(e, part) && strstr(e, "incomplete"))
+					saw_part = true;
+				continue;
+			}
+			events++;
+			if (saw_damage)
+				after_error++;
+			if (ev.cpu == 1 && ev.ts >= get_le64(raw[5]) + CPU1_SHIFT &&
+			    streq(ev.segment, p2))
+				cpu1_after++;
+		}
+		decoder_free(d);
+		CHECK(saw_damage && saw_missing && saw_part);
+		CHECK_MSG(errors == 3, "%zu", errors);
+		CHECK(cpu1_after == 0);
+		CHECK_MSG(events == nr_refs - lost + part_events, "%zu %zu", events,
+			  nr_refs - lost + part_events);
+		CHECK(after_error > 0);
+	}
+
+	/* the damaged segment alone: CPU 0's events of it, then the error */
+	{
+		struct decoder *d;
+		struct decoded_event ev;
+		size_t events = 0, expect = 0;
+		int r, last = 0;
+
+		for (size_t i = 0; i < nr_refs; i++)
+			if (refs[i].cpu == 0 && refs[i].ts >= get_le64(raw[8]))
+				expect++;
+		CHECK(decoder_open((const char *const[]){ p2 }, 1, &d) == 0);
+		while ((r = decoder_next(d, &ev)) != 0) {
+			if (r > 0)
+				events++;
+			last = r;
+		}
+		CHECK(last == -EBADMSG);
+		CHECK_MSG(events == expect, "%zu %zu", events, expect);
+		decoder_free(d);
+	}
+}
+
+/* ---- stack_ref pages from the daemon's transcoder ---- */
+
+static void test_stack_refs(void)
+{
+	_cleanup_free_ char *path = NULL, *hp = NULL;
+	struct page_layout layout;
+	struct stackdedup *dd;
+	struct transcoder t;
+	struct segment_writer *w;
+	struct buf stacks = {}, fmt = {};
+	struct got g;
+	char meta[64];
+
+	hp = load("header_page", NULL);
+	CHECK(page_layout_parse(hp, &layout) == 0);
+	layout.page_size = PAGE;
+	layout.kernel_stack_id = 4;
+	layout.stack_id_id = -1;
+	layout.print_id = 5;
+	layout.stack_ref_id = STACK_REF_ID;
+	dd = stackdedup_new(100000);
+	CHECK(dd && transcoder_init(&t, &layout, dd) == 0);
+
+	snprintf(meta, sizeof(meta), "stack_ref_event_id=%d\n", STACK_REF_ID);
+	w = seg_open("00000008-r", meta);
+	CHECK(page_layout_stack_ref_format(STACK_REF_ID, &fmt) == 0);
+	CHECK(segment_writer_append_file(w, "events/stackmapd/stack_ref/format", fmt.data, fmt.len,
+					 0) == 0);
+	for (unsigned cpu = 0; cpu < 2; cpu++) {
+		struct buf out = {};
+
+		for (int i = 0; i < NR_PAGES; i++) {
+			struct page_summary sum;
+			uint8_t pg[PAGE];
+
+			memcpy(pg, raw[i], PAGE);
+			if (cpu == 1)
+				put_le64(pg, get_le64(pg) + CPU1_SHIFT);
+			CHECK(transcoder_page(&t, pg, PAGE, &out, &sum) == 0);
+			CHECK(!sum.parse_error);
+		}
+		CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, cpu, out.data, out.len, 1, NULL) ==
+		      0);
+		buf_done(&out);
+	}
+	/* the daemon writes the table at the end of the segment */
+	for (size_t i = 0; i < t.nr_refs; i++) {
+		struct stack_entry e = { .generation = 0, .id = t.refs[i]->id, .refs = 1,
+					 .nr = t.refs[i]->nr, .ips = t.refs[i]->ips };
+
+		CHECK(stacktab_encode(&stacks, &e) == 0);
+	}
+	CHECK(t.nr_refs > 3);
+	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data, stacks.len,
+				    1, NULL) == 0);
+	path = seg_finish(w);
+
+	decode_compare((const char *const[]){ path }, 1, 0, true, SIZE_MAX, 0, &g);
+	CHECK_MSG(g.events == nr_refs && g.mismatches == 0 && g.errors == 0,
+		  "events %zu/%zu mismatches %zu errors %zu %s", g.events, nr_refs, g.mismatches,
+		  g.errors, g.error);
+	CHECK_MSG(g.stacks > 100 && g.frame_mismatches == 0, "%zu %zu", g.stacks,
+		  g.frame_mismatches);
+	{
+		struct decoder *d;
+		struct decoded_event ev;
+		struct stacktab_stats st;
+
+		CHECK(decoder_open((const char *const[]){ path }, 1, &d) == 0);
+		while (decoder_next(d, &ev) > 0)
+			;
+		decoder_get_stats(d, &st);
+		CHECK(st.resolved[STACKTAB_DAEMON_REF] == g.stacks);
+		CHECK(st.unresolved[STACKTAB_DAEMON_REF] == 0);
+		decoder_free(d);
+	}
+
+	buf_done(&stacks);
+	buf_done(&fmt);
+	transcoder_done(&t);
+	stackdedup_free(dd);
+}
+
+/* ---- synthetic stack_id pages: generations ---- */
+
+static const char stack_id_format[] =
+	"name: stack_id\nID: 20\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int stack_id;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"<stack_id %d>\", REC->stack_id\n";
+
+static const char tick_format[] =
+	"name: tick\nID: 30\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"n=%d\", REC->n\n";
+
+/* One compacted page: a tick then a stack_id 5 at each timestamp. */
+static void add_synth(struct segment_writer *w, unsigned cpu, const uint64_t *ts, size_t n)
+{
+	uint8_t pg[PAGE] = {};
+	size_t off = 16;
+	uint64_t prev = ts[0];
+
+	put_le64(pg, ts[0]);
+	for (size_t i = 0; i < n; i++) {
+		for (int k = 0; k < 2; k++) {
+			uint32_t delta = k ? 0 : (uint32_t)(ts[i] - prev);
+
+			put_le32(pg + off, delta << 5 | 3);	/* type_len 3: 12 bytes of data */
+			pg[off + 4] = k ? 20 : 30;		/* common_type */
+			put_le32(pg + off + 8, 1000 + cpu);	/* common_pid */
+			put_le32(pg + off + 12, k ? 5 : (uint32_t)i);
+			off += 16;
+		}
+		prev = ts[i];
+	}
+	put_le64(pg + 8, off - 16);
+	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, cpu, pg, off, 0, NULL) == 0);
+}
+
+static void add_gen(struct segment_writer *w, uint32_t cpu, uint32_t gen, uint32_t prev,
+		    uint64_t begin, uint64_t end)
+{
+	struct segment_generation g = { .generation = gen, .prev_generation = prev,
+					.kind = cpu == SEGMENT_NO_CPU ? SEGMENT_GEN_RESET_LOSSLESS :
+									SEGMENT_GEN_RESET_STRICT,
+					.window_begin = begin, .window_end = end };
+	uint8_t p[SEGMENT_GENERATION_SIZE];
+
+	segment_generation_encode(&g, p);
+	CHECK(segment_writer_append(w, SEGMENT_REC_GENERATION, cpu, p, sizeof(p), 0, NULL) == 0);
+}
+
+static void test_stack_ids(void)
+{
+	_cleanup_free_ char *path = NULL;
+	struct segment_writer *w;
+	struct buf stacks = {};
+	struct decoder *d;
+	struct decoded_event ev;
+	const struct {
+		unsigned cpu;
+		uint64_t ts;
+		uint64_t frame;		/* 0: unresolved */
+		const char *reason;
+	} expect[] = {
+		{ 0, 50, 0xa1, NULL },
+		{ 1, 55, 0xb1, NULL },	/* strict: generation 2 before CPU 1's boundary */
+		{ 1, 58, 0xb1, NULL },
+		{ 0, 60, 0xa1, NULL },
+		{ 1, 65, 0xc1, NULL },	/* after the boundary record: generation 3 */
+		{ 0, 150, 0, "ambiguous between generations 1 and 2" },
+		{ 0, 300, 0xb1, NULL },
+	};
+	size_t k = 0, ticks = 0;
+	int r;
+
+	w = seg_open("00000009-s", "stack_id_event_id=20\n");
+	CHECK(segment_writer_append_file(w, "events/ftrace/stack_id/format", stack_id_format,
+					 strlen(stack_id_format), 0) == 0);
+	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
+					 strlen(tick_format), 0) == 0);
+	add_synth(w, 0, (const uint64_t[]){ 50, 60 }, 2);
+	add_synth(w, 1, (const uint64_t[]){ 55, 58 }, 2);
+	add_gen(w, 1, 3, 2, 1000, 1100);	/* strict: its time window does not matter */
+	add_synth(w, 1, (const uint64_t[]){ 65 }, 1);
+	add_synth(w, 0, (const uint64_t[]){ 150, 300 }, 2);
+	/* the table and the windows come last, as the daemon writes them */
+	for (uint32_t gen = 1; gen <= 3; gen++) {
+		uint64_t ips[2] = { 0xa1 + 0x10 * (gen - 1), 0xffffffff81000000 };
+		struct stack_entry e = { .generation = gen, .id = 5, .refs = 1, .nr = 2, .ips = ips };
+
+		CHECK(stacktab_encode(&stacks, &e) == 0);
+	}
+	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data, stacks.len,
+				    1, NULL) == 0);
+	add_gen(w, SEGMENT_NO_CPU, 2, 1, 100, 200);
+	path = seg_finish(w);
+	buf_done(&stacks);
+
+	CHECK(decoder_open((const char *const[]){ path }, 1, &d) == 0);
+	while ((r = decoder_next(d, &ev)) != 0) {
+		CHECK_MSG(r > 0, "%s", decoder_error(d));
+		if (r < 0)
+			continue;
+		if (!ev.is_stack) {
+			CHECK(ev.event && streq(ev.event->name, "tick"));
+			ticks++;
+			continue;
+		}
+		CHECK(ev.kind == DECODED_STACK_ID && ev.stack_id == 5);
+		CHECK(ev.owner && streq(ev.owner->name, "tick"));
+		if (k >= ARRAY_SIZE(expect)) {
+			CHECK(!"too many stacks");
+			continue;
+		}
+		CHECK_MSG(ev.cpu == expect[k].cpu && ev.ts == expect[k].ts, "%zu: cpu %u ts %lu", k,
+			  ev.cpu, (unsigned long)ev.ts);
+		if (expect[k].frame)
+			CHECK_MSG(ev.resolved && ev.nr == 2 && ev.ips[0] == expect[k].frame,
+				  "%zu: %s", k, ev.resolved ? "wrong frames" : ev.unresolved_reason);
+		else
+			CHECK_MSG(!ev.resolved && streq(ev.unresolved_reason, expect[k].reason),
+				  "%zu: %s", k, ev.resolved ? "resolved" : ev.unresolved_reason);
+		k++;
+	}
+	CHECK(k == ARRAY_SIZE(expect) && ticks == ARRAY_SIZE(expect));
+	decoder_free(d);
+
+	/* the tables alone, for `stacks` */
+	{
+		struct decoder_segment *s;
+		char sym[64];
+
+		CHECK(decoder_segment_load(path, &s, NULL) == 0);
+		CHECK(decoder_segment_error(s, 0) == NULL);
+		CHECK(stacktab_size(decoder_segment_stacktab(s)) == 3);
+		CHECK(streq(decoder_segment_meta(s, "stack_id_event_id"), "20"));
+		CHECK(decoder_segment_symbolize(s, DECODE_FTRACE_TRAMPOLINE, true, sym,
+						sizeof(sym)) > 0 &&
+		      streq(sym, "[FTRACE TRAMPOLINE]"));
+		CHECK(decoder_segment_symbolize(s, 0x1234, false, sym, sizeof(sym)) > 0 &&
+		      streq(sym, "0x1234"));
+		CHECK(decoder_segment_symbolize(s, 0x1234, false, sym, 3) == -ENOBUFS);
+		decoder_segment_free(s);
+	}
+}
+
+static void test_open_errors(void)
+{
+	_cleanup_free_ char *junk = NULL, *msg = NULL;
+	struct decoder_segment *s = NULL;
+	struct decoder *d;
+	struct decoded_event ev;
+	int fd;
+
+	CHECK(decoder_open(NULL, 0, &d) == -EINVAL);
+	CHECK(strprintf(&junk, "%s/junk.smseg", dir) == 0);
+	fd = open(junk, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && write(fd, "not a segment at all, not at all", 32) == 32);
+	close(fd);
+	CHECK(decoder_segment_load(junk, &s, &msg) == -EBADMSG);
+	CHECK(msg && strstr(msg, junk));
+	CHECK(decoder_open((const char *const[]){ junk }, 1, &d) == 0);
+	CHECK(decoder_next(d, &ev) == -EBADMSG);
+	CHECK(strstr(decoder_error(d), junk));
+	CHECK(decoder_next(d, &ev) == 0);
+	decoder_free(d);
+	CHECK(decoder_free(NULL) == NULL && decoder_segment_free(NULL) == NULL);
+}
+
+int main(void)
+{
+	_cleanup_free_ char *pages = NULL;
+	size_t len = 0;
+
+	pages = load("cpu0.raw", &len);
+	if (len < sizeof(raw)) {
+		fprintf(stderr, "tests/data/pages/cpu0.raw is too short\n");
+		return 99;
+	}
+	memcpy(raw, pages, sizeof(raw));
+	dir = test_tmpdir();
+
+	test_real_pages();
+	test_damaged();
+	test_stack_refs();
+	test_stack_ids();
+	test_open_errors();
+
+	test_rmtree(dir);
+	free(dir);
+	return tests_done("test-decode");
+}
