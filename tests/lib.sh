@@ -14,14 +14,20 @@ set -u
 TRACEFS=${TRACEFS:-/sys/kernel/tracing}
 TEST_NAME=$(basename "$0" .sh)
 
-_cleanups=()
-# Register a command to run at exit (last registered runs first).
-at_exit() { _cleanups+=("$*"); }
+# Cleanups are kept in a file, not a variable: mktmp and new_instance_name
+# run in the subshell of a command substitution (d=$(mktmp)), where a
+# variable set by at_exit would be lost together with the cleanup.
+_cleanup_list=$(mktemp /tmp/smtest-cleanups.XXXXXX) || exit 99
+# Register a command (one line) to run at exit (last registered runs first).
+at_exit() { printf '%s\n' "$*" >>"$_cleanup_list"; }
 _run_cleanups() {
 	local i
-	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do
-		eval "${_cleanups[$i]}" >/dev/null 2>&1 || true
+	local -a cmds=()
+	mapfile -t cmds <"$_cleanup_list"
+	for ((i = ${#cmds[@]} - 1; i >= 0; i--)); do
+		eval "${cmds[$i]}" >/dev/null 2>&1 || true
 	done
+	rm -f "$_cleanup_list"
 }
 trap _run_cleanups EXIT
 trap 'exit 130' INT TERM
