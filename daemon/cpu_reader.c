@@ -17,6 +17,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <tracefs.h>
 #include <zstd.h>
@@ -24,6 +26,8 @@
 #include "archive.h"
 #include "cpu_reader.h"
 #include "util.h"
+
+#define READER_NICE -10
 
 struct cpu_reader {
 	struct cpu_reader_params p;
@@ -44,6 +48,9 @@ struct cpu_reader {
 	uint64_t frame_pages;
 
 	atomic_bool stop;
+	int tid;			/* the thread's id, set before it signals started */
+	pthread_mutex_t start_lock;
+	pthread_cond_t started;
 	atomic_uint_fast64_t flush_requested;
 	atomic_uint_fast64_t flush_done;
 	pthread_mutex_t req_lock;	/* boundary of a pending flush; markers */
@@ -76,6 +83,8 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	r->wake_fd = -1;
 	r->fd = -1;
 	pthread_mutex_init(&r->req_lock, NULL);
+	pthread_mutex_init(&r->start_lock, NULL);
+	pthread_cond_init(&r->started, NULL);
 	{
 		char path[64];
 
@@ -266,6 +275,17 @@ static void *reader_thread(void *arg)
 	};
 	int idle_timeout = -1;
 
+	/*
+	 * A reader that waits behind the load it records loses events once the
+	 * buffer fills: run ahead of ordinary tasks where allowed (root, or
+	 * CAP_SYS_NICE); otherwise keep the inherited priority.
+	 */
+	pthread_mutex_lock(&r->start_lock);
+	r->tid = (int)syscall(SYS_gettid);
+	pthread_cond_signal(&r->started);
+	pthread_mutex_unlock(&r->start_lock);
+	(void)setpriority(PRIO_PROCESS, (id_t)r->tid, READER_NICE);
+
 	while (!atomic_load(&r->stop)) {
 		uint64_t v;
 		int n;
@@ -303,12 +323,24 @@ static void *reader_thread(void *arg)
 
 int cpu_reader_start(struct cpu_reader *r)
 {
-	int rr = pthread_create(&r->thread, NULL, reader_thread, r);
+	int rr;
 
-	if (rr)
+	pthread_mutex_lock(&r->start_lock);
+	rr = pthread_create(&r->thread, NULL, reader_thread, r);
+	if (rr) {
+		pthread_mutex_unlock(&r->start_lock);
 		return -rr;
+	}
+	while (!r->tid)
+		pthread_cond_wait(&r->started, &r->start_lock);
+	pthread_mutex_unlock(&r->start_lock);
 	r->running = true;
 	return 0;
+}
+
+int cpu_reader_tid(const struct cpu_reader *r)
+{
+	return r->tid;
 }
 
 int cpu_reader_drain(struct cpu_reader *r)
@@ -403,6 +435,8 @@ struct cpu_reader *cpu_reader_free(struct cpu_reader *r)
 	free(r->zbuf);
 	ZSTD_freeCCtx(r->cctx);
 	pthread_mutex_destroy(&r->req_lock);
+	pthread_mutex_destroy(&r->start_lock);
+	pthread_cond_destroy(&r->started);
 	free(r);
 	return NULL;
 }

@@ -78,6 +78,9 @@ void cpu_reader_stop(struct cpu_reader *r);
 void cpu_reader_get_stats(struct cpu_reader *r, struct cpu_reader_stats *ret);
 int cpu_reader_cpu(const struct cpu_reader *r);
 
+/* Kernel task id of the reader thread once started (0 before). */
+int cpu_reader_tid(const struct cpu_reader *r);
+
 /* Stops the thread if running, closes everything. Returns NULL. */
 struct cpu_reader *cpu_reader_free(struct cpu_reader *r);
 

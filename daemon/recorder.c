@@ -389,6 +389,25 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 /* ---- start and stop ---- */
 
+/*
+ * Reading pages allocates and schedules: left in, the recorder would record
+ * itself (tens of thousands of events a second on an idle machine).
+ */
+static void exclude_self(struct recorder *rec)
+{
+	int pids[1 + 256];
+	size_t n = 0;
+	int r;
+
+	pids[n++] = getpid();
+	for (unsigned i = 0; i < rec->nr_readers && n < ARRAY_SIZE(pids); i++)
+		if (cpu_reader_tid(rec->readers[i]))
+			pids[n++] = cpu_reader_tid(rec->readers[i]);
+	r = tracing_exclude_pids(rec->tracing, pids, n);
+	if (r < 0 && r != -EOPNOTSUPP)
+		log_errno(LOG_WARNING, r, "cannot exclude the recorder's own tasks, continuing");
+}
+
 /* The kernel stack map, where the config wants it and the kernel has it. */
 static int setup_stackmap(struct recorder *rec)
 {
@@ -656,6 +675,7 @@ configure:
 			goto fail_tracing;
 		}
 	}
+	exclude_self(rec);
 	r = add_sources(rec);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot set up the event loop");
@@ -687,6 +707,12 @@ void recorder_stop(struct recorder *rec)
 	if (rec->state != RECORDER_RECORDING && rec->state != RECORDER_STARTING)
 		return;
 	rec->state = RECORDER_STOPPING;
+	/*
+	 * Stop the producers first, or the final flush races new events and
+	 * leaves a tail in the buffer; with keep_tracing, the next start drains it.
+	 */
+	if (!rec->cfg->keep_tracing)
+		(void)tracing_set_on(rec->tracing, false);
 	/* readers flush what the buffer holds, hand over their last frame and exit */
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		cpu_reader_stop(rec->readers[i]);

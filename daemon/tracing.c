@@ -10,6 +10,7 @@
 
 #include <tracefs.h>
 
+#include "buf.h"
 #include "config.h"
 #include "log.h"
 #include "tracing.h"
@@ -1225,6 +1226,34 @@ int tracing_event_id(struct tracing *t, const char *system, const char *name)
 	if (r < 0)
 		return r;
 	return format_id(format);
+}
+
+int tracing_exclude_pids(struct tracing *t, const int *pids, size_t n)
+{
+	_cleanup_free_ char *old = NULL;
+	char path[PATH_MAX];
+	struct buf next = { 0 };
+	int r;
+
+	r = pathf(path, "%s/set_event_notrace_pid", t->instance_dir);
+	if (r < 0)
+		return r;
+	if (!exists(path))
+		return -EOPNOTSUPP;
+	r = read_value(path, &old);
+	if (r < 0)
+		return r;
+	/* the file lists one pid per line; writing accepts any white space */
+	for (char *p = old; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	r = buf_printf(&next, "%s", old);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = buf_printf(&next, " %d", pids[i]);
+	if (r == 0)
+		r = change(t, path, (const char *)next.data, old, true);
+	buf_done(&next);
+	return r;
 }
 
 int tracing_write_marker(struct tracing *t, const char *text)

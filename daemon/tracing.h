@@ -126,6 +126,13 @@ int tracing_collect_tasks(struct tracing *t,
 /* Event type id of SYSTEM/NAME from its format file, or -ENOENT. */
 int tracing_event_id(struct tracing *t, const char *system, const char *name);
 
+/*
+ * Keep these tasks' events out of the instance (set_event_notrace_pid), so
+ * that the recorder does not record itself. Restored by tracing_restore().
+ * Returns 0, -EOPNOTSUPP (kernel without the file), or -errno.
+ */
+int tracing_exclude_pids(struct tracing *t, const int *pids, size_t n);
+
 /* Write text to the instance's trace_marker. Returns 0 or -errno. */
 int tracing_write_marker(struct tracing *t, const char *text);
 

@@ -94,7 +94,8 @@ write_config() { cat > "$1"; }
 start_daemon() {
 	"$STACKMAPD" -c "$1" >"$2" 2>&1 &
 	DAEMON_PID=$!
-	at_exit "kill -9 $DAEMON_PID"
+	# wait for it: its open trace_pipe_raw files keep the instance busy
+	at_exit "kill -9 $DAEMON_PID; wait $DAEMON_PID"
 }
 
 # Wait until FILE contains PATTERN (grep -E), at most SECONDS.
