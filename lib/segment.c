@@ -24,6 +24,7 @@
 #include "util.h"
 
 #define INDEX_HDR_SIZE 16
+#define PAGE_COMMIT_UNUSED 0x3ff00000u	/* commit word bits 20-29 */
 #define INDEX_CPU_SIZE 56
 
 /* Decoded record header. */
@@ -219,12 +220,13 @@ int segment_page_len(const void *buf, size_t len, unsigned int long_size, bool b
 		commit = commit << 8 | p[8 + k];
 	}
 	/*
-	 * Only the length and the two missed-events flags are defined. Any
-	 * other bit would make a page parser (kbuffer masks 27 bits) read past
-	 * the data we stored, so such a page is malformed.
+	 * Bits 20-29 are unused by the kernel; set, they would make a page
+	 * parser (kbuffer masks 27 bits) read past the data we stored, so such
+	 * a page is malformed. Bits 32 and up are ignored: the kernel adds
+	 * RB_MISSED_EVENTS as the int (1 << 31), which 64-bit kernels
+	 * sign-extend into them.
 	 */
-	if (commit & ~(uint64_t)(SEGMENT_PAGE_COMMIT_MASK | SEGMENT_PAGE_MISSED_STORED |
-				 SEGMENT_PAGE_MISSED_EVENTS))
+	if (commit & PAGE_COMMIT_UNUSED)
 		return -EBADMSG;
 	total = hdr + (commit & SEGMENT_PAGE_COMMIT_MASK);
 	if (commit & SEGMENT_PAGE_MISSED_STORED)
@@ -731,8 +733,9 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < h->stored_len)
-		return bad(r, off, "truncated record payload: %zd of %" PRIu32 " bytes (file shrank)",
-			   n, h->stored_len);
+		return bad(r, off,
+			   "truncated record payload: %zd of %" PRIu32 " bytes (file shrank)", n,
+			   h->stored_len);
 	if (crc32c(0, payload, h->stored_len) != h->payload_crc)
 		return bad(r, off, "record payload CRC mismatch");
 	if (!(h->flags & SEGMENT_REC_F_COMPRESSED)) {
@@ -755,8 +758,9 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 	if (ZSTD_isError(z))
 		return bad(r, off, "zstd frame does not decompress: %s", ZSTD_getErrorName(z));
 	if (z != h->stored_len)
-		return bad(r, off, "zstd frame is %zu bytes, payload %" PRIu32 " (one frame expected)",
-			   z, h->stored_len);
+		return bad(r, off,
+			   "zstd frame is %zu bytes, payload %" PRIu32 " (one frame expected)", z,
+			   h->stored_len);
 	if (!r->dctx) {
 		r->dctx = ZSTD_createDCtx();
 		if (!r->dctx)
@@ -801,7 +805,8 @@ static int check_footer(struct segment_reader *r, uint64_t off, uint64_t index_o
 	if (get_le32(p + 12) != 0)
 		return bad(r, off, "footer reserved field is not zero");
 	if (get_le64(p) != index_off)
-		return bad(r, off, "footer points at offset %" PRIu64 ", the INDEX record is at %" PRIu64,
+		return bad(r, off,
+			   "footer points at offset %" PRIu64 ", the INDEX record is at %" PRIu64,
 			   get_le64(p), index_off);
 	if (avail > SEGMENT_FOOTER_SIZE)
 		return bad(r, off + SEGMENT_FOOTER_SIZE, "%" PRIu64 " bytes after the footer",

@@ -251,7 +251,7 @@ const char *segment_rec_type_name(unsigned int type);
  * long_size (4 or 8) and big_endian describe the traced kernel (META
  * long_size and byte_order); page_size is META page_size, or 0 if unknown.
  * Returns the length (> 0), or -EBADMSG if the page is cut short, its commit
- * word has unknown bits set, or it would not fit in page_size bytes once
+ * word has any of bits 20-29 set, or it would not fit in page_size bytes once
  * padded; -EINVAL for a bad long_size. Reading the page needs a buffer of
  * MAX(page_size, length) bytes, zero-padded.
  */

@@ -16,6 +16,8 @@
 #include "segment.h"
 #include "util.h"
 
+#define NOCPU SEGMENT_NO_CPU
+
 static char *tmpdir;
 
 struct exp_rec {
@@ -174,13 +176,13 @@ static char *write_small(const char *name, bool finish)
 
 	fill(pages, sizeof(pages), true);
 	CHECK(segment_writer_open(tmpdir, name, &w) == 0);
-	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, meta, strlen(meta), 0,
+	CHECK(segment_writer_append(w, SEGMENT_REC_META, NOCPU, meta, strlen(meta), 0,
 				    NULL) == 0);
 	CHECK(segment_writer_append_file(w, "header_page", "field: u64 timestamp;", 21, 0) == 0);
 	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 0, pages, 40, 0, NULL) == 0);
 	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 1, pages, sizeof(pages), 1, NULL) == 0);
-	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, "", 0, 0, NULL) == 0);
-	CHECK(segment_writer_append(w, SEGMENT_REC_NOTE, SEGMENT_NO_CPU, "hello", 5, 0, NULL) == 0);
+	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, NOCPU, "", 0, 0, NULL) == 0);
+	CHECK(segment_writer_append(w, SEGMENT_REC_NOTE, NOCPU, "hello", 5, 0, NULL) == 0);
 	if (finish) {
 		CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
 	} else {
@@ -201,6 +203,7 @@ static void test_round_trip(void)
 	};
 	struct segment_index idx = { .flags = SEGMENT_INDEX_F_FINAL, .unresolved = 42,
 				     .nr_cpus = 3, .cpus = cpus };
+	const enum segment_rec_type pages = SEGMENT_REC_PAGES;
 	struct segment_generation g = { .generation = 2, .prev_generation = 1,
 					.kind = SEGMENT_GEN_RESET_LOSSLESS,
 					.window_begin = 5, .window_end = 9 };
@@ -230,7 +233,8 @@ static void test_round_trip(void)
 	CHECK(segment_writer_open(tmpdir, "00000001-20261129T100000", &w) == 0);
 	if (!w)
 		return;
-	CHECK(segment_writer_open(tmpdir, "00000001-20261129T100000", &(struct segment_writer *){ NULL }) == -EEXIST);
+	CHECK(segment_writer_open(tmpdir, "00000001-20261129T100000",
+				  &(struct segment_writer *){ NULL }) == -EEXIST);
 	CHECK(segment_writer_size(w) == SEGMENT_PROLOGUE_SIZE);
 	CHECK(segment_writer_records(w) == 0);
 	part = path_in("00000001-20261129T100000.smseg.part");
@@ -239,21 +243,22 @@ static void test_round_trip(void)
 
 	/* META must come first; INDEX only from finish. */
 	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 0, big, 10, 0, NULL) == -EINVAL);
-	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, meta, strlen(meta), 3, NULL) == 0);
-	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_META, SEGMENT_NO_CPU, meta, strlen(meta), true };
+	CHECK(segment_writer_append(w, SEGMENT_REC_META, NOCPU, meta, strlen(meta), 3, NULL) == 0);
+	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_META, NOCPU, meta, strlen(meta), true };
 	/* META only first. */
-	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, meta, strlen(meta), 0, NULL) == -EINVAL);
-	CHECK(segment_writer_append(w, SEGMENT_REC_INDEX, SEGMENT_NO_CPU, big, 16, 0, NULL) == -EINVAL);
-	CHECK(segment_writer_append(w, 0, SEGMENT_NO_CPU, big, 16, 0, NULL) == -EINVAL);
-	CHECK(segment_writer_append(w, SEGMENT_REC_MAX, SEGMENT_NO_CPU, big, 16, 0, NULL) == -EINVAL);
-	CHECK(segment_writer_append(w, SEGMENT_REC_NOTE, SEGMENT_NO_CPU, big, 16, -1, NULL) == -EINVAL);
-	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 0, big, SEGMENT_MAX_RAW + 1ul, 0, NULL) == -EFBIG);
+	CHECK(segment_writer_append(w, SEGMENT_REC_META, NOCPU, meta, 5, 0, NULL) == -EINVAL);
+	CHECK(segment_writer_append(w, SEGMENT_REC_INDEX, NOCPU, big, 16, 0, NULL) == -EINVAL);
+	CHECK(segment_writer_append(w, 0, NOCPU, big, 16, 0, NULL) == -EINVAL);
+	CHECK(segment_writer_append(w, SEGMENT_REC_MAX, NOCPU, big, 16, 0, NULL) == -EINVAL);
+	CHECK(segment_writer_append(w, SEGMENT_REC_NOTE, NOCPU, big, 16, -1, NULL) == -EINVAL);
+	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 0, big, SEGMENT_MAX_RAW + 1ul, 0, NULL) ==
+	      -EFBIG);
 
 	/* Every other type, stored and compressed (own context and the caller's). */
 	for (unsigned int t = SEGMENT_REC_FILE; t < SEGMENT_REC_INDEX; t++) {
 		const void *d = t == SEGMENT_REC_GENERATION ? (const void *)gen : big + t;
 		size_t len = t == SEGMENT_REC_GENERATION ? sizeof(gen) : 1000 + t;
-		uint32_t cpu = t == SEGMENT_REC_PAGES ? t : SEGMENT_NO_CPU;
+		uint32_t cpu = t == SEGMENT_REC_PAGES ? t : NOCPU;
 
 		CHECK(segment_writer_append(w, t, cpu, d, len, 0, NULL) == 0);
 		want[nwant++] = (typeof(want[0])){ t, cpu, d, len, false };
@@ -261,27 +266,28 @@ static void test_round_trip(void)
 		want[nwant++] = (typeof(want[0])){ t, cpu, d, len, true };
 	}
 	/* Empty payloads. */
-	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, NULL, 0, 0, NULL) == 0);
-	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_STACKS, SEGMENT_NO_CPU, "", 0, false };
-	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, NULL, 0, 1, NULL) == 0);
-	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_STACKS, SEGMENT_NO_CPU, "", 0, true };
+	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, NOCPU, NULL, 0, 0, NULL) == 0);
+	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_STACKS, NOCPU, "", 0, false };
+	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, NOCPU, NULL, 0, 1, NULL) == 0);
+	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_STACKS, NOCPU, "", 0, true };
 	/* A large frame, compressed by the caller (the daemon's reader threads). */
 	frame = malloc(ZSTD_compressBound(big_len));
 	frame_len = ZSTD_compressCCtx(cctx, frame, ZSTD_compressBound(big_len), big, big_len, 1);
 	CHECK(!ZSTD_isError(frame_len));
-	CHECK(segment_writer_append_compressed(w, SEGMENT_REC_PAGES, 1, frame, frame_len, big_len) == 0);
+	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len, big_len) == 0);
 	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_PAGES, 1, big, big_len, true };
-	CHECK(segment_writer_append_compressed(w, SEGMENT_REC_PAGES, 1, frame, frame_len, big_len - 1) == -EINVAL);
-	CHECK(segment_writer_append_compressed(w, SEGMENT_REC_PAGES, 1, frame, frame_len - 1, big_len) == -EINVAL);
-	CHECK(segment_writer_append_compressed(w, SEGMENT_REC_PAGES, 1, big, 100, 100) == -EINVAL);
+	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len, big_len - 1) == -EINVAL);
+	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len - 1, big_len) == -EINVAL);
+	CHECK(segment_writer_append_compressed(w, pages, 1, big, 100, 100) == -EINVAL);
 	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 0, big, big_len, 1, cctx) == 0);
 	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_PAGES, 0, big, big_len, true };
 	/* FILE records, stored and compressed. */
-	CHECK(segment_writer_append_file(w, "events/sched/sched_switch/format", "name: x\n", 8, 0) == 0);
-	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_FILE, SEGMENT_NO_CPU,
+	CHECK(segment_writer_append_file(w, "events/sched/sched_switch/format", "name: x\n", 8, 0) ==
+	      0);
+	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_FILE, NOCPU,
 					   "events/sched/sched_switch/format\0name: x\n", 41, false };
 	CHECK(segment_writer_append_file(w, "kallsyms", big, 5000, 1) == 0);
-	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_FILE, SEGMENT_NO_CPU, NULL, 9 + 5000, true };
+	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_FILE, NOCPU, NULL, 9 + 5000, true };
 	CHECK(segment_writer_append_file(w, "", big, 5, 1) == -EINVAL);
 
 	CHECK(segment_writer_records(w) == nwant);
@@ -325,7 +331,8 @@ static void test_round_trip(void)
 			  !!(rec.flags & SEGMENT_REC_F_COMPRESSED) == want[n].compressed,
 			  "record %zu: type %d cpu %u len %zu", n, rec.type, rec.cpu, rec.len);
 		if (want[n].data)
-			CHECK_MSG(rec.len == want[n].len && memcmp(rec.data, want[n].data, rec.len) == 0,
+			CHECK_MSG(rec.len == want[n].len &&
+				  memcmp(rec.data, want[n].data, rec.len) == 0,
 				  "record %zu payload", n);
 		else
 			CHECK(rec.len == 9 + 5000 && memcmp(rec.data, "kallsyms", 9) == 0 &&
@@ -484,7 +491,7 @@ static void craft_rec(struct craft *c, uint16_t type, uint16_t flags, uint32_t s
 	h[5] = (uint8_t)(type >> 8);
 	h[6] = (uint8_t)flags;
 	h[7] = (uint8_t)(flags >> 8);
-	put_le32(h + 8, SEGMENT_NO_CPU);
+	put_le32(h + 8, NOCPU);
 	put_le32(h + 12, stored_len);
 	put_le32(h + 16, raw_len);
 	put_le32(h + 20, seq);
@@ -583,7 +590,8 @@ static void test_crafted(void)
 	craft_plain(&c, SEGMENT_REC_META, "", 0);
 	at = c.b.len;
 	craft_rec(&c, SEGMENT_REC_NOTE, 0, 1, "xyz", 3, 1000, 1000);
-	check_crafted("short payload", &c, 1, -EBADMSG, at, "truncated record payload: 3 of 1000 bytes");
+	check_crafted("short payload", &c, 1, -EBADMSG, at,
+		      "truncated record payload: 3 of 1000 bytes");
 
 	craft_start(&c);
 	craft_plain(&c, SEGMENT_REC_META, "", 0);
@@ -632,7 +640,8 @@ static void test_crafted(void)
 		at = c.b.len;
 		craft_rec(&c, SEGMENT_REC_PAGES, SEGMENT_REC_F_COMPRESSED, 1, out, olen,
 			  (uint32_t)olen, sizeof(raw));
-		check_crafted("no content size", &c, 1, -EBADMSG, at, "does not record its content size");
+		check_crafted("no content size", &c, 1, -EBADMSG, at,
+			      "does not record its content size");
 	}
 
 	/* An INDEX followed by something that is not its footer. */
@@ -843,8 +852,16 @@ static void test_page_len(void)
 	put_le32(page + 8, 100 | SEGMENT_PAGE_MISSED_EVENTS | SEGMENT_PAGE_MISSED_STORED);
 	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 124);
 	CHECK(segment_page_len(page, sizeof(page), 4, false, 4096) == 116);
-	put_le32(page + 8, 100 | 1u << 24);
+	/* A 64-bit kernel sign-extends RB_MISSED_EVENTS into the upper half. */
+	put_le64(page + 8, 0xffffffffc0000000ull | 100);
+	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 124);
+	put_le64(page + 8, 0xffffffff80000000ull | 100);
+	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 116);
+	put_le64(page + 8, 100 | 1u << 24);
 	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
+	put_le64(page + 8, 100 | 1u << 29);
+	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
+	put_le64(page + 8, 0);
 	put_le32(page + 8, 4096);
 	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
 	/* Big-endian 64-bit commit word. */
