@@ -1,1 +1,916 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * stackmapctl info and verify: what a segment holds, and whether it is
+ * intact. Both read every record of every segment given, offline.
+ */
+#include <inttypes.h>
+#include <time.h>
+
+#include <event-parse.h>
+#include <kbuffer.h>
+
+#include "commands.h"
+#include "log.h"
+#include "segment.h"
+#include "stacktab.h"
+#include "util.h"
+
+/* ---- output helpers ---- */
+
+/* Length of the valid UTF-8 sequence at s (n bytes available), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	/* No overlong forms, no surrogates, nothing above U+10FFFF. */
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/* Write s (len bytes, any content) as a JSON string; invalid UTF-8 becomes U+FFFD. */
+static void json_escape(FILE *f, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	for (size_t i = 0; i < len;) {
+		unsigned char c = p[i];
+		size_t n;
+
+		switch (c) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		default:
+			if (c < 0x20 || c == 0x7f) {
+				fprintf(f, "\\u%04x", c);
+			} else if (c < 0x80) {
+				fputc(c, f);
+			} else if ((n = utf8_len(p + i, len - i))) {
+				fwrite(p + i, 1, n, f);
+				i += n;
+				continue;
+			} else {
+				fputs("\\ufffd", f);
+			}
+		}
+		i++;
+	}
+	fputc('"', f);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	json_escape(f, s, strlen(s));
+}
+
+/* Text from a segment for a terminal: control characters become '?', lines after the first are indented. */
+static void print_text(FILE *f, const char *s, size_t len, const char *indent)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\n') {
+			if (i + 1 < len)
+				fprintf(f, "\n%s", indent);
+		} else {
+			fputc(c == '\t' || c >= 0x20 ? c : '?', f);
+		}
+	}
+}
+
+/* A timestamp as trace-cmd prints it: seconds.microseconds. */
+static const char *fmt_ts(char buf[32], uint64_t ts)
+{
+	(void)snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, ts / 1000000000, ts % 1000000000 / 1000);
+	return buf;
+}
+
+/* ---- arguments ---- */
+
+/* Returns 0 (go on), 1 (help printed) or -1 (usage error, logged). */
+static int parse_args(int argc, char **argv, bool *ret_json, int *ret_first)
+{
+	bool json = false;
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (streq(argv[i], "--")) {
+			i++;
+			break;
+		}
+		if (streq(argv[i], "--json")) {
+			json = true;
+		} else if (streq(argv[i], "-h") || streq(argv[i], "--help")) {
+			printf("Usage: stackmapctl %s [--json] SEGMENT...\n", argv[0]);
+			return 1;
+		} else {
+			log_err("%s: unknown option '%s'", argv[0], argv[i]);
+			return -1;
+		}
+	}
+	if (i >= argc) {
+		log_err("usage: stackmapctl %s [--json] SEGMENT...", argv[0]);
+		return -1;
+	}
+	*ret_json = json;
+	*ret_first = i;
+	return 0;
+}
+
+static void reader_freep(struct segment_reader **r)
+{
+	segment_reader_free(*r);
+}
+
+static const char *open_error(int r)
+{
+	if (r == -EBADMSG)
+		return "not a segment, or its prologue is damaged";
+	if (r == -EPROTONOSUPPORT)
+		return "unsupported segment format version";
+	return NULL;
+}
+
+/* ---- verify ---- */
+
+static int verify_one(const char *path, bool json)
+{
+	_cleanup_(reader_freep) struct segment_reader *r = NULL;
+	struct segment_record rec;
+	const char *status, *msg = NULL;
+	uint64_t records = 0, off = 0;
+	bool truncated = false;
+	uint64_t intact;
+	int k;
+
+	k = segment_reader_open(path, &r);
+	if (k < 0 && !open_error(k)) {
+		log_errno(LOG_ERR, k, "cannot open '%s'", path);
+		status = "unreadable";
+		msg = strerror(-k);
+	} else if (k < 0) {
+		status = "damaged";
+		msg = open_error(k);
+	} else {
+		while ((k = segment_reader_next(r, &rec)) > 0)
+			records++;
+		if (k < 0 && k != -EBADMSG) {
+			log_errno(LOG_ERR, k, "cannot read '%s'", path);
+			status = "unreadable";
+			msg = strerror(-k);
+			off = segment_reader_good_offset(r);
+		} else if (k < 0) {
+			status = "damaged";
+			msg = segment_reader_error(r);
+			off = segment_reader_error_offset(r);
+		} else if (!segment_reader_complete(r)) {
+			status = "unfinished";
+		} else {
+			status = "ok";
+			truncated = segment_reader_index(r)->flags & SEGMENT_INDEX_F_TRUNCATED;
+		}
+	}
+
+	/* Bytes known good: the whole file when it is intact. */
+	intact = !r			? 0
+		 : streq(status, "ok")	? segment_reader_file_size(r)
+					: segment_reader_good_offset(r);
+	if (json) {
+		printf("{\"path\":");
+		json_str(stdout, path);
+		printf(",\"status\":\"%s\",\"complete\":%s,\"truncated\":%s,\"records\":%" PRIu64
+		       ",\"bytes\":%" PRIu64, status,
+		       r && segment_reader_complete(r) ? "true" : "false",
+		       truncated ? "true" : "false", records, intact);
+		if (msg) {
+			printf(",\"error_offset\":%" PRIu64 ",\"error\":", off);
+			json_str(stdout, msg);
+		}
+		printf("}\n");
+	} else if (streq(status, "ok")) {
+		printf("%s: ok, %" PRIu64 " records (%" PRIu64 " bytes)%s\n", path, records, intact,
+		       truncated ? ", recovered after an unclean stop (truncated)" : "");
+	} else if (streq(status, "unfinished")) {
+		printf("%s: unfinished (no trailer), %" PRIu64 " records intact\n", path, records);
+	} else if (streq(status, "damaged")) {
+		printf("%s: offset %" PRIu64 ": %s; %" PRIu64 " records (%" PRIu64
+		       " bytes) before it are intact\n", path, off, msg, records, intact);
+	}
+	return streq(status, "ok") ? 0 : 1;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	bool json;
+	int first, k, ret = 0;
+
+	k = parse_args(argc, argv, &json, &first);
+	if (k != 0)
+		return k > 0 ? 0 : 2;
+	for (int i = first; i < argc; i++)
+		ret |= verify_one(argv[i], json);
+	return ret;
+}
+
+/* ---- info ---- */
+
+#define MAX_META 256
+#define PAGE_SLACK 64	/* zeros after a page: the parser may read an event header past the data */
+
+struct cpu_stat {
+	uint32_t cpu;
+	uint64_t pages;
+	uint64_t events;
+	uint64_t first_ts;
+	uint64_t last_ts;
+	uint64_t lost;
+	uint64_t lost_unknown;	/* pages whose missed events were not counted by the kernel */
+	uint64_t raw_bytes;
+	uint64_t stored_bytes;
+};
+
+struct note {
+	char *text;
+	size_t len;
+};
+
+struct info {
+	const char *path;
+	struct segment_reader *r;
+	int end;			/* last segment_reader_next() result */
+
+	char *meta;			/* META payload, split in place */
+	const char *keys[MAX_META];
+	const char *vals[MAX_META];
+	size_t n_meta;
+	char *header_page;
+	size_t header_page_len;
+
+	bool scan;			/* per-CPU figures from the pages, not from the index */
+	bool pages_ready;
+	size_t page_size;
+	unsigned int long_size;
+	bool big_endian;
+	struct tep_handle *tep;
+	struct kbuffer *kbuf;		/* NULL: events cannot be counted */
+	uint8_t *page;
+	size_t page_cap;
+	uint64_t bad_pages;		/* malformed pages (and the rest of their record) */
+
+	struct cpu_stat *cpus;
+	size_t n_cpus;
+	uint64_t records;
+	uint64_t rec_count[SEGMENT_REC_MAX];
+	uint64_t rec_unknown;
+	uint64_t stack_entries;
+	uint64_t bad_stacks;
+	struct note *notes;
+	size_t n_notes;
+};
+
+static void info_done(struct info *in)
+{
+	segment_reader_free(in->r);
+	free(in->meta);
+	free(in->header_page);
+	if (in->kbuf)
+		kbuffer_free(in->kbuf);
+	if (in->tep)
+		tep_free(in->tep);
+	free(in->page);
+	free(in->cpus);
+	for (size_t i = 0; i < in->n_notes; i++)
+		free(in->notes[i].text);
+	free(in->notes);
+}
+
+static const char *meta_get(const struct info *in, const char *key)
+{
+	for (size_t i = 0; i < in->n_meta; i++)
+		if (streq(in->keys[i], key))
+			return in->vals[i];
+	return NULL;
+}
+
+static uint64_t meta_u64(const struct info *in, const char *key, uint64_t def)
+{
+	const char *v = meta_get(in, key);
+	char *end;
+	unsigned long long x;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	return errno || *end ? def : x;
+}
+
+static int meta_load(struct info *in, const uint8_t *data, size_t len)
+{
+	char *p;
+
+	free(in->meta);
+	in->n_meta = 0;
+	in->meta = malloc(len + 1);
+	if (!in->meta)
+		return -ENOMEM;
+	memcpy(in->meta, data, len);
+	in->meta[len] = '\0';
+	for (p = in->meta; p < in->meta + len && in->n_meta < MAX_META;) {
+		char *nl = memchr(p, '\n', (size_t)(in->meta + len - p)), *eq;
+
+		if (nl)
+			*nl = '\0';
+		eq = strchr(p, '=');
+		if (eq) {
+			*eq = '\0';
+			in->keys[in->n_meta] = p;
+			in->vals[in->n_meta++] = eq + 1;
+		}
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+static struct cpu_stat *cpu_get(struct info *in, uint32_t cpu)
+{
+	struct cpu_stat *c;
+
+	for (size_t i = 0; i < in->n_cpus; i++)
+		if (in->cpus[i].cpu == cpu)
+			return &in->cpus[i];
+	c = realloc(in->cpus, (in->n_cpus + 1) * sizeof(*c));
+	if (!c)
+		return NULL;
+	in->cpus = c;
+	c = &in->cpus[in->n_cpus++];
+	*c = (struct cpu_stat){ .cpu = cpu };
+	return c;
+}
+
+/*
+ * Set up a page parser from META and the header_page FILE (when it came
+ * before the first PAGES record, as the daemon writes it). Without one,
+ * pages and bytes are still counted, events are not.
+ */
+static int pages_setup(struct info *in)
+{
+	const char *bo = meta_get(in, "byte_order");
+	uint64_t ps = meta_u64(in, "page_size", 0);
+
+	in->pages_ready = true;
+	in->long_size = meta_u64(in, "long_size", 8) == 4 ? 4 : 8;
+	in->big_endian = bo && streq(bo, "big");
+	/* A compacted page is at most 1 MiB of data plus its header and missed count. */
+	in->page_size = ps && ps <= (SEGMENT_PAGE_COMMIT_MASK + 1) ? (size_t)ps : 0;
+	in->page_cap = (in->page_size ? in->page_size : SEGMENT_PAGE_COMMIT_MASK + 1 + 32) +
+		       PAGE_SLACK;
+	in->page = malloc(in->page_cap);
+	if (!in->page)
+		return -ENOMEM;
+
+	if (in->header_page) {
+		in->tep = tep_alloc();
+		if (!in->tep)
+			return -ENOMEM;
+		tep_set_file_bigendian(in->tep, in->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+		tep_set_long_size(in->tep, (int)in->long_size);
+		if (tep_parse_header_page(in->tep, in->header_page, in->header_page_len,
+					  (int)in->long_size) == 0) {
+			int size = tep_get_header_page_size(in->tep);
+
+			if (size == 4 || size == 8)
+				in->long_size = (unsigned int)size;
+		}
+	}
+	/*
+	 * Not tep_kbuffer(): in libtraceevent 1.7 it sizes the commit word by
+	 * the tep's long size, not by header_page, and our page checks must
+	 * read the very same commit word as the parser.
+	 */
+	in->kbuf = kbuffer_alloc(in->long_size == 4 ? KBUFFER_LSIZE_4 : KBUFFER_LSIZE_8,
+				 in->big_endian ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
+	return 0;
+}
+
+static uint32_t page_u32(const struct info *in, const uint8_t *p)
+{
+	if (in->big_endian)
+		return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+/*
+ * kbuffer follows the event lengths in a page without checking them: a
+ * padding event of length -4 makes it loop forever, and lengths wrap
+ * around 32 bits. Walk the chain as kbuffer will (see translate_data() in
+ * libtraceevent's kbuffer-parse.c) and accept the page only if every step
+ * moves forward. data holds size bytes of events and is zero-padded; the
+ * walk reads at most 8 bytes from an offset below size.
+ */
+static bool page_events_sane(const struct info *in, const uint8_t *data, uint32_t size)
+{
+	uint64_t curr = 0, next;
+
+	while (curr < size) {
+		uint32_t h = page_u32(in, data + curr);
+		uint32_t type_len = in->big_endian ? h >> 27 : h & 31, len;
+
+		switch (type_len) {
+		case KBUFFER_TYPE_PADDING:
+			next = curr + 4 + page_u32(in, data + curr + 4);
+			break;
+		case KBUFFER_TYPE_TIME_EXTEND:
+		case KBUFFER_TYPE_TIME_STAMP:
+			next = curr + 8;
+			break;
+		case 0:
+			len = page_u32(in, data + curr + 4);
+			if (len < 4)
+				return false;
+			next = curr + 8 + (((uint64_t)len - 4 + 3) & ~UINT64_C(3));
+			break;
+		default:
+			next = curr + 4 + 4 * (uint64_t)type_len;
+			break;
+		}
+		if (next > UINT32_MAX)
+			return false;
+		curr = next;
+	}
+	return true;
+}
+
+/* Count the pages of one PAGES record, and their events and lost events. */
+static void scan_pages(struct info *in, struct cpu_stat *c, const uint8_t *data, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		unsigned long long ts;
+		uint32_t commit;
+		int n, missed;
+		void *ev;
+
+		n = segment_page_len(data + off, len - off, in->long_size, in->big_endian,
+				     in->page_size);
+		if (n < 0) {
+			in->bad_pages++;
+			return;
+		}
+		c->pages++;
+		/*
+		 * Pages are stored compacted: pad to the page size for the
+		 * parser (to the page and some slack if the size is unknown).
+		 */
+		memcpy(in->page, data + off, (size_t)n);
+		memset(in->page + n, 0, MAX(in->page_size, (size_t)n) + PAGE_SLACK - (size_t)n);
+		off += (size_t)n;
+		if (!in->kbuf)
+			continue;
+		/* The low half of the commit word holds the length of the events. */
+		commit = page_u32(in, in->page + 8 + (in->big_endian ? in->long_size - 4 : 0));
+		if (!page_events_sane(in, in->page + 8 + in->long_size,
+				      commit & SEGMENT_PAGE_COMMIT_MASK)) {
+			in->bad_pages++;
+			continue;
+		}
+		if (kbuffer_load_subbuffer(in->kbuf, in->page) < 0)
+			continue;
+		missed = kbuffer_missed_events(in->kbuf);
+		if (missed > 0)
+			c->lost += (uint64_t)missed;
+		else if (missed < 0)
+			c->lost_unknown++;
+		ev = kbuffer_read_event(in->kbuf, &ts);
+		for (; ev; ev = kbuffer_next_event(in->kbuf, &ts)) {
+			if (!c->events)
+				c->first_ts = ts;
+			c->last_ts = ts;
+			c->events++;
+		}
+	}
+}
+
+static int count_stack(const struct stack_entry *e, void *userdata)
+{
+	(*(uint64_t *)userdata)++;
+	return 0;
+}
+
+static int info_record(struct info *in, const struct segment_record *rec)
+{
+	struct cpu_stat *c;
+	int k;
+
+	in->records++;
+	if (segment_rec_type_name(rec->type))
+		in->rec_count[rec->type]++;
+	else
+		in->rec_unknown++;
+
+	switch (rec->type) {
+	case SEGMENT_REC_META:
+		return meta_load(in, rec->data, rec->len);
+	case SEGMENT_REC_FILE:
+		if (rec->len >= sizeof("header_page") &&
+		    memcmp(rec->data, "header_page", sizeof("header_page")) == 0) {
+			size_t n = rec->len - sizeof("header_page");
+
+			free(in->header_page);
+			in->header_page = malloc(n + 1);
+			if (!in->header_page)
+				return -ENOMEM;
+			memcpy(in->header_page, rec->data + sizeof("header_page"), n);
+			in->header_page[n] = '\0';
+			in->header_page_len = n;
+		}
+		return 0;
+	case SEGMENT_REC_PAGES:
+		c = cpu_get(in, rec->cpu);
+		if (!c)
+			return -ENOMEM;
+		c->stored_bytes += rec->stored_len;
+		c->raw_bytes += rec->len;
+		if (!in->pages_ready) {
+			k = pages_setup(in);
+			if (k < 0)
+				return k;
+		}
+		scan_pages(in, c, rec->data, rec->len);
+		return 0;
+	case SEGMENT_REC_STACKS:
+		k = stacktab_decode(rec->data, rec->len, count_stack, &in->stack_entries);
+		if (k == -EBADMSG)
+			in->bad_stacks++;
+		else if (k < 0)
+			return k;
+		return 0;
+	case SEGMENT_REC_NOTE: {
+		struct note *n = realloc(in->notes, (in->n_notes + 1) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		in->notes = n;
+		n = &in->notes[in->n_notes];
+		n->text = malloc(rec->len + 1);
+		if (!n->text)
+			return -ENOMEM;
+		memcpy(n->text, rec->data, rec->len);
+		n->text[rec->len] = '\0';
+		n->len = rec->len;
+		in->n_notes++;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+static int cmp_cpu(const void *a, const void *b)
+{
+	const struct cpu_stat *x = a, *y = b;
+
+	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+/* Read the whole segment. Returns 0 (in->end tells how reading ended) or -errno. */
+static int info_load(struct info *in)
+{
+	const struct segment_index *idx = segment_reader_index(in->r);
+	struct segment_record rec;
+	int k;
+
+	while ((k = segment_reader_next(in->r, &rec)) > 0) {
+		k = info_record(in, &rec);
+		if (k < 0)
+			return k;
+	}
+	in->end = k;
+	if (k < 0 && k != -EBADMSG)
+		return k;
+	/*
+	 * The daemon's index is exact for an intact segment. A recovered one
+	 * has lost its figures, and for a damaged one only the pages before
+	 * the damage count: then the figures come from the pages read.
+	 */
+	in->scan = !idx || (idx->flags & SEGMENT_INDEX_F_TRUNCATED) || idx->nr_cpus == 0 || k < 0;
+	if (!in->scan) {
+		for (uint32_t i = 0; i < idx->nr_cpus; i++) {
+			const struct segment_cpu_index *x = &idx->cpus[i];
+			struct cpu_stat *c = cpu_get(in, x->cpu);
+
+			if (!c)
+				return -ENOMEM;
+			c->pages = x->pages;
+			c->events = x->events;
+			c->first_ts = x->first_ts;
+			c->last_ts = x->last_ts;
+			c->lost = x->lost_events;
+			c->raw_bytes = x->bytes;
+		}
+	}
+	if (in->n_cpus)
+		qsort(in->cpus, in->n_cpus, sizeof(*in->cpus), cmp_cpu);
+	return 0;
+}
+
+static const char *info_state(const struct info *in)
+{
+	if (in->end < 0)
+		return "damaged";
+	return segment_reader_complete(in->r) ? "complete" : "unfinished";
+}
+
+static void info_totals(const struct info *in, struct cpu_stat *t)
+{
+	*t = (struct cpu_stat){ 0 };
+	for (size_t i = 0; i < in->n_cpus; i++) {
+		const struct cpu_stat *c = &in->cpus[i];
+
+		t->pages += c->pages;
+		t->lost += c->lost;
+		t->lost_unknown += c->lost_unknown;
+		t->raw_bytes += c->raw_bytes;
+		t->stored_bytes += c->stored_bytes;
+		if (!c->events)
+			continue;
+		if (!t->events || c->first_ts < t->first_ts)
+			t->first_ts = c->first_ts;
+		if (!t->events || c->last_ts > t->last_ts)
+			t->last_ts = c->last_ts;
+		t->events += c->events;
+	}
+}
+
+static const char *const meta_shown[][2] = {
+	{ "producer", "producer" },
+	{ "hostname", "hostname" },
+	{ "kernel_release", "kernel" },
+	{ "boot_id", "boot id" },
+	{ "clock", "clock" },
+	{ "page_size", "page size" },
+	{ "nr_cpus", "CPUs" },
+	{ "instance", "instance" },
+	{ "stack_mode", "stack mode" },
+	{ "segment_seq", "segment seq" },
+};
+
+static void info_print(const struct info *in)
+{
+	const struct segment_index *idx = segment_reader_index(in->r);
+	const char *opened = meta_get(in, "opened_usec");
+	struct cpu_stat t;
+	char a[32], b[32];
+	bool first = true;
+
+	info_totals(in, &t);
+	printf("segment:      %s\n", in->path);
+	printf("state:        %s", info_state(in));
+	if (idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		printf(", recovered after an unclean stop (truncated)");
+	if (idx && (idx->flags & SEGMENT_INDEX_F_FINAL))
+		printf(", last of its recording");
+	if (in->end < 0)
+		printf("\ndamage:       offset %" PRIu64 ": %s; the figures below cover the %" PRIu64
+		       " intact records before it", segment_reader_error_offset(in->r),
+		       segment_reader_error(in->r), in->records);
+	printf("\nfile size:    %" PRIu64 " bytes, %" PRIu64 " records\n",
+	       segment_reader_file_size(in->r), in->records);
+	for (size_t i = 0; i < ARRAY_SIZE(meta_shown); i++) {
+		const char *v = meta_get(in, meta_shown[i][0]);
+
+		if (!v)
+			continue;
+		printf("%s:%*s", meta_shown[i][1], (int)(13 - strlen(meta_shown[i][1])), "");
+		if (streq(meta_shown[i][0], "instance") && !*v)
+			printf("(top level)");
+		else
+			print_text(stdout, v, strlen(v), "");
+		printf("\n");
+	}
+	if (opened && meta_u64(in, "opened_usec", 0)) {
+		time_t sec = (time_t)(meta_u64(in, "opened_usec", 0) / USEC_PER_SEC);
+		struct tm tm;
+		char buf[64];
+
+		if (gmtime_r(&sec, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
+			printf("opened:       %s\n", buf);
+	}
+	if (t.events)
+		printf("time span:    %s .. %s (%s s)\n", fmt_ts(a, t.first_ts), fmt_ts(b, t.last_ts),
+		       fmt_ts((char[32]){ 0 }, t.last_ts - t.first_ts));
+	else
+		printf("time span:    (no events)\n");
+	printf("events:       %" PRIu64 ", lost %" PRIu64 "%s\n", t.events, t.lost,
+	       t.lost_unknown ? "+ (some pages lost an unknown number)" : "");
+	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		printf("unresolved:   %" PRIu64 " (events whose stack id cannot be resolved)\n",
+		       idx->unresolved);
+	printf("stacks:       %" PRIu64 " entries in %" PRIu64 " STACKS records%s\n",
+	       in->stack_entries, in->rec_count[SEGMENT_REC_STACKS],
+	       in->bad_stacks ? " (some malformed)" : "");
+	printf("generations:  %" PRIu64 " GENERATION records\n",
+	       in->rec_count[SEGMENT_REC_GENERATION]);
+	printf("records:     ");
+	for (unsigned int type = SEGMENT_REC_META; type < SEGMENT_REC_MAX; type++) {
+		printf("%s %s %" PRIu64, first ? "" : ",", segment_rec_type_name(type),
+		       in->rec_count[type]);
+		first = false;
+	}
+	if (in->rec_unknown)
+		printf(", unknown %" PRIu64, in->rec_unknown);
+	printf("\n");
+	if (in->bad_pages)
+		printf("warning:      %" PRIu64 " malformed pages were not counted\n", in->bad_pages);
+
+	printf("\n%5s %9s %11s %18s %18s %8s %13s %13s %6s\n", "CPU", "PAGES", "EVENTS", "FIRST",
+	       "LAST", "LOST", "RAW BYTES", "STORED", "RATIO");
+	for (size_t i = 0; i <= in->n_cpus; i++) {
+		const struct cpu_stat *c = i < in->n_cpus ? &in->cpus[i] : &t;
+		char cpu[16];
+
+		if (c != &t && !c->pages && !c->events && !c->lost && !c->stored_bytes)
+			continue;
+		if (c == &t)
+			snprintf(cpu, sizeof(cpu), "all");
+		else if (c->cpu == SEGMENT_NO_CPU)
+			snprintf(cpu, sizeof(cpu), "-");
+		else
+			snprintf(cpu, sizeof(cpu), "%" PRIu32, c->cpu);
+		printf("%5s %9" PRIu64 " %11" PRIu64 " %18s %18s %7" PRIu64 "%s %13" PRIu64
+		       " %13" PRIu64, cpu, c->pages, c->events,
+		       c->events ? fmt_ts(a, c->first_ts) : "-",
+		       c->events ? fmt_ts(b, c->last_ts) : "-", c->lost, c->lost_unknown ? "+" : " ",
+		       c->raw_bytes, c->stored_bytes);
+		if (c->stored_bytes)
+			printf(" %6.1f\n", (double)c->raw_bytes / (double)c->stored_bytes);
+		else
+			printf(" %6s\n", "-");
+	}
+	for (size_t i = 0; i < in->n_notes; i++) {
+		printf("%snote:         ", i ? "" : "\n");
+		print_text(stdout, in->notes[i].text, in->notes[i].len, "              ");
+		printf("\n");
+	}
+}
+
+static void info_print_json(const struct info *in)
+{
+	const struct segment_index *idx = segment_reader_index(in->r);
+	struct cpu_stat t;
+
+	info_totals(in, &t);
+	printf("{\"path\":");
+	json_str(stdout, in->path);
+	printf(",\"state\":\"%s\",\"complete\":%s,\"truncated\":%s,\"final\":%s", info_state(in),
+	       idx ? "true" : "false",
+	       idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED) ? "true" : "false",
+	       idx && (idx->flags & SEGMENT_INDEX_F_FINAL) ? "true" : "false");
+	printf(",\"file_size\":%" PRIu64 ",\"records\":%" PRIu64, segment_reader_file_size(in->r),
+	       in->records);
+	if (in->end < 0) {
+		printf(",\"error_offset\":%" PRIu64 ",\"error\":",
+		       segment_reader_error_offset(in->r));
+		json_str(stdout, segment_reader_error(in->r));
+	}
+	printf(",\"meta\":{");
+	for (size_t i = 0; i < in->n_meta; i++) {
+		printf(i ? "," : "");
+		json_str(stdout, in->keys[i]);
+		printf(":");
+		json_str(stdout, in->vals[i]);
+	}
+	printf("},\"cpu_source\":\"%s\"", in->scan ? "pages" : "index");
+	if (t.events)
+		printf(",\"first_ts\":%" PRIu64 ",\"last_ts\":%" PRIu64 ",\"duration_ns\":%" PRIu64,
+		       t.first_ts, t.last_ts, t.last_ts - t.first_ts);
+	else
+		printf(",\"first_ts\":null,\"last_ts\":null,\"duration_ns\":0");
+	printf(",\"events\":%" PRIu64 ",\"lost_events\":%" PRIu64 ",\"lost_unknown_pages\":%" PRIu64,
+	       t.events, t.lost, t.lost_unknown);
+	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		printf(",\"unresolved\":%" PRIu64, idx->unresolved);
+	else
+		printf(",\"unresolved\":null");
+	printf(",\"stack_entries\":%" PRIu64 ",\"malformed_stacks_records\":%" PRIu64
+	       ",\"generation_records\":%" PRIu64 ",\"malformed_pages\":%" PRIu64,
+	       in->stack_entries, in->bad_stacks, in->rec_count[SEGMENT_REC_GENERATION],
+	       in->bad_pages);
+	printf(",\"record_counts\":{");
+	for (unsigned int type = SEGMENT_REC_META; type < SEGMENT_REC_MAX; type++)
+		printf("%s\"%s\":%" PRIu64, type == SEGMENT_REC_META ? "" : ",",
+		       segment_rec_type_name(type), in->rec_count[type]);
+	printf(",\"unknown\":%" PRIu64 "},\"cpus\":[", in->rec_unknown);
+	for (size_t i = 0; i < in->n_cpus; i++) {
+		const struct cpu_stat *c = &in->cpus[i];
+
+		printf("%s{\"cpu\":%" PRIu32 ",\"pages\":%" PRIu64 ",\"events\":%" PRIu64,
+		       i ? "," : "", c->cpu, c->pages, c->events);
+		if (c->events)
+			printf(",\"first_ts\":%" PRIu64 ",\"last_ts\":%" PRIu64, c->first_ts,
+			       c->last_ts);
+		else
+			printf(",\"first_ts\":null,\"last_ts\":null");
+		printf(",\"lost_events\":%" PRIu64 ",\"lost_unknown_pages\":%" PRIu64
+		       ",\"raw_bytes\":%" PRIu64 ",\"stored_bytes\":%" PRIu64 "}",
+		       c->lost, c->lost_unknown, c->raw_bytes, c->stored_bytes);
+	}
+	printf("],\"notes\":[");
+	for (size_t i = 0; i < in->n_notes; i++) {
+		printf(i ? "," : "");
+		json_escape(stdout, in->notes[i].text, in->notes[i].len);
+	}
+	printf("]}\n");
+}
+
+static int info_one(const char *path, bool json)
+{
+	struct info in = { .path = path };
+	int k, ret = 0;
+
+	k = segment_reader_open(path, &in.r);
+	if (k < 0) {
+		if (open_error(k))
+			log_err("'%s': %s", path, open_error(k));
+		else
+			log_errno(LOG_ERR, k, "cannot open '%s'", path);
+		if (json) {
+			printf("{\"path\":");
+			json_str(stdout, path);
+			printf(",\"state\":\"%s\",\"error\":",
+			       open_error(k) ? "damaged" : "unreadable");
+			json_str(stdout, open_error(k) ? open_error(k) : strerror(-k));
+			printf("}\n");
+		}
+		return 1;
+	}
+	k = info_load(&in);
+	if (k < 0) {
+		log_errno(LOG_ERR, k, "cannot read '%s'", path);
+		ret = 1;
+	} else {
+		if (json)
+			info_print_json(&in);
+		else
+			info_print(&in);
+		if (in.end < 0)
+			ret = 1;
+	}
+	info_done(&in);
+	return ret;
+}
+
+int cmd_info(int argc, char **argv)
+{
+	bool json;
+	int first, k, ret = 0;
+
+	k = parse_args(argc, argv, &json, &first);
+	if (k != 0)
+		return k > 0 ? 0 : 2;
+	for (int i = first; i < argc; i++) {
+		if (!json && i > first)
+			printf("\n");
+		ret |= info_one(argv[i], json);
+	}
+	return ret;
+}
