@@ -29,8 +29,8 @@ static void note_limits(const struct config *c)
 {
 	for (unsigned i = 0; i < c->nr_events; i++)
 		if (c->events[i].filter)
-			fprintf(stderr, "# note: filters cannot be given on the kernel command line: "
-				"%s:%s records every hit until stackmapd starts and sets "
+			fprintf(stderr, "# note: filters cannot be given on the kernel command "
+				"line: %s:%s records every hit until stackmapd starts and sets "
 				"trace.filter.%s:%s\n", c->events[i].system, c->events[i].name,
 				c->events[i].system, c->events[i].name);
 }
@@ -90,8 +90,9 @@ int cmd_boot_cmdline(int argc, char **argv)
 	case 0:
 		break;
 	case -EINVAL:
-		log_err("%s: boot capture needs the top-level instance (instance = '%s'): the kernel "
-			"starts boot-time events in the top-level buffer only", path, c.instance);
+		log_err("%s: boot capture needs the top-level instance (instance = '%s'): the "
+			"kernel starts boot-time events in the top-level buffer only", path,
+			c.instance);
 		goto out;
 	case -ENOTUNIQ:
 		log_err("%s: trace_trigger= names events without their system, and two events in "
@@ -99,8 +100,8 @@ int cmd_boot_cmdline(int argc, char **argv)
 			path);
 		goto out;
 	case -E2BIG:
-		log_err("%s: the kernel takes at most 32 trace_trigger= entries: list fewer events in "
-			"trace.stacktrace, or use stacktrace = all", path);
+		log_err("%s: the kernel takes at most 32 trace_trigger= entries: list fewer events "
+			"in trace.stacktrace, or use stacktrace = all", path);
 		goto out;
 	default:
 		(void)log_errno(LOG_ERR, r, "cannot make the command line");
