@@ -169,10 +169,11 @@ int cmd_report(int argc, char **argv)
 		}
 		if (cpu >= 0 && ev.cpu != (unsigned long)cpu)
 			continue;
+		/* trace-cmd 3.1.6's words for events the kernel lost before a page */
 		if (ev.lost_before > 0)
-			printf("CPU:%u [LOST %lld EVENTS]\n", ev.cpu, ev.lost_before);
+			printf("CPU:%u [%lld EVENTS DROPPED]\n", ev.cpu, ev.lost_before);
 		else if (ev.lost_before < 0)
-			printf("CPU:%u [LOST EVENTS]\n", ev.cpu);
+			printf("CPU:%u [EVENTS DROPPED]\n", ev.cpu);
 		if (events_only && ev.is_stack)
 			continue;
 		print_event(&s, &ev, clock_in_ns(decoder_segment_meta(ev.seg, "clock")));

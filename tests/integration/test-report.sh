@@ -1,0 +1,109 @@
+#!/bin/bash
+# stackmapctl report/stacks/folded against trace-cmd on the very same pages.
+# mkseg records a load's events in our own instance and writes them as a
+# plain segment, as a transcoded segment (stack_ref entries and a stack
+# table, as the daemon writes them) and as raw page files, which
+# `trace-cmd restore` turns into a trace.dat for `trace-cmd report`.
+. "$top_srcdir/tests/lib.sh"
+
+need_tracefs
+need_cmd trace-cmd
+: "${MKSEG:=$top_builddir/tests/integration/mkseg}"
+for b in "$MKSEG" "$STACKMAPCTL" "$SMLOAD"; do
+	[ -x "$b" ] || skip "$b is not built"
+done
+
+tmp=$(mktmp)
+inst=$(new_instance_name)
+# (other tests' instances may come and go meanwhile)
+state() { tracefs_state | grep -v '^smtest_'; }
+before=$(state)
+mkdir -p "$tmp/plain" "$tmp/tc" "$tmp/raw"
+
+"$MKSEG" -n "$inst" -b 1024 -o "$tmp/plain" -O "$tmp/tc" -r "$tmp/raw" \
+	-k kmem:kmem_cache_alloc -k sched:sched_switch -e sched:sched_wakeup \
+	-- "$SMLOAD" -q -j 2 -t 0.3 > "$tmp/paths" || fail "mkseg failed"
+plain=$(sed -n 1p "$tmp/paths")
+transcoded=$(sed -n 2p "$tmp/paths")
+[ -f "$plain" ] && [ -f "$transcoded" ] || fail "mkseg wrote no segments"
+[ -d "$TRACEFS/instances/$inst" ] && fail "mkseg left its instance behind"
+[ "$(state)" = "$before" ] || fail "tracefs state differs after mkseg"
+
+# trace-cmd restore maps its arguments to CPUs in order
+raws=()
+for ((i = 0; ; i++)); do
+	[ -e "$tmp/raw/cpu$i.raw" ] || break
+	raws+=("$tmp/raw/cpu$i.raw")
+done
+trace-cmd restore -c -o "$tmp/head.dat" >/dev/null 2>&1 || fail "trace-cmd restore -c failed"
+trace-cmd restore -i "$tmp/head.dat" -o "$tmp/trace.dat" "${raws[@]}" >/dev/null 2>&1 ||
+	fail "trace-cmd restore failed"
+trace-cmd report -i "$tmp/trace.dat" 2>/dev/null | tail -n +2 > "$tmp/tc.txt"
+trace-cmd report -N -i "$tmp/trace.dat" 2>/dev/null | tail -n +2 > "$tmp/tc-noplugins.txt"
+[ -s "$tmp/tc.txt" ] || fail "trace-cmd report printed nothing"
+
+"$STACKMAPCTL" report "$plain" > "$tmp/sm.txt" || fail "report exited $?"
+"$STACKMAPCTL" report "$transcoded" > "$tmp/sm-tc.txt" || fail "report (transcoded) exited $?"
+
+# The task name comes from saved_cmdlines, which may have changed between
+# the two captures: compare from the "-PID" on (the name is 16 columns).
+events_only() { awk '/ kernel_stack: /{s=1; next} /^\t?=>/{if (s) next} {s=0; print}' "$1" | cut -c17-; }
+stacks_only() { awk '/ kernel_stack: /{print; s=1; next} /^=>/{if (s) print; next} {s=0}' "$1" | cut -c17-; }
+
+# events: the print formats, as trace-cmd prints them without plugins
+diff <(events_only "$tmp/tc-noplugins.txt") <(events_only "$tmp/sm.txt") > "$tmp/events.diff" ||
+	fail "events differ from trace-cmd report -N: $(head -5 "$tmp/events.diff")"
+# stacks: as trace-cmd prints a kernel_stack
+diff <(stacks_only "$tmp/tc.txt") <(stacks_only "$tmp/sm.txt") > "$tmp/stacks.diff" ||
+	fail "stacks differ from trace-cmd report: $(head -5 "$tmp/stacks.diff")"
+n=$(grep -c ' kernel_stack: ' "$tmp/sm.txt")
+[ "$n" -gt 100 ] || fail "only $n stacks"
+note "$(grep -c . "$tmp/sm.txt") lines, $n stacks, same as trace-cmd"
+
+# a transcoded segment (stack table instead of full stacks) reads the same
+cmp -s "$tmp/sm.txt" "$tmp/sm-tc.txt" || fail "the transcoded segment reports differently"
+
+# --cpu, --events
+"$STACKMAPCTL" report --cpu 1 "$plain" | grep -E '^ .{15}-[0-9]+ +\[' | grep -v '\[001\]' &&
+	fail "report --cpu 1 printed other CPUs"
+"$STACKMAPCTL" report --events "$plain" | grep -q '<stack trace >' &&
+	fail "report --events printed stacks"
+
+# stacks and folded
+"$STACKMAPCTL" stacks "$transcoded" > "$tmp/stacks.txt" || fail "stacks exited $?"
+grep -q '^generation 0 id 1 refs ' "$tmp/stacks.txt" || fail "stacks: no daemon stack listed"
+"$STACKMAPCTL" stacks --json "$transcoded" > "$tmp/stacks.json" || fail "stacks --json exited $?"
+if command -v python3 >/dev/null; then
+	python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/stacks.json" ||
+		fail "stacks --json is not JSON"
+fi
+"$STACKMAPCTL" folded "$plain" > "$tmp/folded.txt" || fail "folded exited $?"
+"$STACKMAPCTL" folded "$transcoded" | cmp -s - "$tmp/folded.txt" ||
+	fail "folded differs between plain and transcoded segments"
+# root first: the event, ..., the innermost frame (the tracepoint's own function)
+grep -Eq '^kmem_cache_alloc;entry_[^;]*;.*;[^;]*kmem_cache_alloc[^; ]* [0-9]+$' "$tmp/folded.txt" ||
+	fail "folded: no kmem_cache_alloc stacks"
+total=$(awk '{n += $NF} END {print n}' "$tmp/folded.txt")
+[ "$total" = "$n" ] || fail "folded counts $total stacks, report printed $n"
+"$STACKMAPCTL" folded --event sched:sched_switch "$plain" | grep -v '^sched_switch;' &&
+	fail "folded --event let other events through"
+
+# a segment cut short: what precedes the cut, an error naming the file, exit 1
+size=$(stat -c %s "$plain")
+head -c $((size / 2)) "$plain" > "$tmp/cut.smseg.part"
+"$STACKMAPCTL" report "$tmp/cut.smseg.part" > "$tmp/cut.txt" 2> "$tmp/cut.err"
+rc=$?
+[ $rc = 1 ] || fail "report of a cut segment exited $rc"
+grep -q "cut.smseg.part" "$tmp/cut.err" || fail "no error for the cut segment: $(cat "$tmp/cut.err")"
+# (its symbols and task names were to be written at the end: compare pid, CPU, time, event)
+heads() { grep -v '^\(CPU:\|\t\?=>\)' "$1" | cut -c17- | awk '{print $1, $2, $3, $4}'; }
+heads "$tmp/cut.txt" > "$tmp/cut.heads"
+[ -s "$tmp/cut.heads" ] || fail "nothing printed from the cut segment"
+extra=$(comm -23 <(sort "$tmp/cut.heads") <(heads "$tmp/sm.txt" | sort) | head -3)
+[ -z "$extra" ] || fail "the cut segment printed events the whole one does not have: $extra"
+
+"$STACKMAPCTL" report > /dev/null 2>&1
+[ $? = 2 ] || fail "report without a segment does not exit 2"
+"$STACKMAPCTL" report --cpu x "$plain" > /dev/null 2>&1
+[ $? = 2 ] || fail "report --cpu x does not exit 2"
+exit 0
