@@ -22,7 +22,7 @@ int main(void)
 
 	/* max_size counts the current segment */
 	p.max_size = 200 * MB;
-	CHECK(rotation_retention(&p, sizes, 5, 20 * MB, 0, 0) == 3);	/* 10+64+20 <= 200 */
+	CHECK(rotation_retention(&p, sizes, 5, 20 * MB, 0, 0) == 2);	/* 64+10+64+20 <= 200 */
 	p.max_size = 0;
 
 	/* max_segments counts the current segment as one */
