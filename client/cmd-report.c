@@ -37,6 +37,22 @@ static int decode_problem(struct decoder *d, int r)
 	return 1;
 }
 
+/* Say how many stack references did not resolve (they are marked in the output). */
+static void note_unresolved(const struct decoder *d)
+{
+	struct stacktab_stats st;
+	uint64_t bad = 0, all = 0;
+
+	decoder_get_stats(d, &st);
+	for (int k = 0; k < STACKTAB_KIND_MAX; k++) {
+		bad += st.unresolved[k];
+		all += st.unresolved[k] + st.resolved[k];
+	}
+	if (bad)
+		log_notice("%" PRIu64 " of %" PRIu64 " stack references could not be resolved",
+			   bad, all);
+}
+
 static void print_frame(struct trace_seq *s, const struct decoded_event *ev, uint16_t i)
 {
 	const char *func;
@@ -56,17 +72,31 @@ static void print_frame(struct trace_seq *s, const struct decoded_event *ev, uin
 		trace_seq_printf(s, "\n=> %" PRIx64, addr);
 }
 
-static void print_event(struct trace_seq *s, const struct decoded_event *ev, bool ns)
+/* An event whose type the segment has no format for: libtraceevent cannot print it. */
+static void print_unknown(struct trace_seq *s, const struct decoded_event *ev, bool ns)
+{
+	int pid = tep_data_pid(ev->tep, ev->record);
+
+	trace_seq_printf(s, "%16s-%-5d [%03d]", tep_data_comm_from_pid(ev->tep, pid), pid, ev->cpu);
+	if (ns)
+		trace_seq_printf(s, " %5" PRIu64 ".%06" PRIu64 ":", ev->ts / 1000000000,
+				 ev->ts % 1000000000 / 1000);
+	else
+		trace_seq_printf(s, "%12" PRIu64 ":", ev->ts);
+	trace_seq_printf(s, " [UNKNOWN EVENT TYPE %d]", tep_data_type(ev->tep, ev->record));
+}
+
+/* trace-cmd report's layout: COMM-PID [CPU] TIME: NAME: (padded to 20) INFO */
+static void print_known(struct trace_seq *s, const struct decoded_event *ev, bool ns)
 {
 	static const char spaces[] = "                    ";	/* 20 */
-	const char *name = ev->event ? ev->event->name : "(NULL)";
+	const char *name = ev->event->name;
 	size_t len;
 
 	/* A stack_ref is a kernel_stack the daemon stored once: print it as the kernel wrote it. */
 	if (ev->kind == DECODED_STACK_REF)
 		name = "kernel_stack";
 
-	trace_seq_reset(s);
 	tep_print_event(ev->tep, s, ev->record, "%16s-%-5d [%03d]", TEP_PRINT_COMM, TEP_PRINT_PID,
 			TEP_PRINT_CPU);
 	if (ns)
@@ -80,18 +110,29 @@ static void print_event(struct trace_seq *s, const struct decoded_event *ev, boo
 
 	if (!ev->is_stack) {
 		tep_print_event(ev->tep, s, ev->record, "%s", TEP_PRINT_INFO);
-	} else {
-		trace_seq_puts(s, "<stack trace >");
-		if (ev->resolved)
-			for (uint16_t i = 0; i < ev->nr; i++)
-				print_frame(s, ev, i);
-		else if (ev->kind == DECODED_KERNEL_STACK)
-			trace_seq_printf(s, "\n=> <%s>", ev->unresolved_reason);
-		else
-			trace_seq_printf(s, "\n=> <unresolved %s %" PRIu32 ": %s>",
-					 ev->kind == DECODED_STACK_ID ? "stack_id" : "stack_ref",
-					 ev->stack_id, ev->unresolved_reason);
+		return;
 	}
+	trace_seq_puts(s, "<stack trace >");
+	if (ev->resolved)
+		for (uint16_t i = 0; i < ev->nr; i++)
+			print_frame(s, ev, i);
+	else if (ev->kind == DECODED_KERNEL_STACK)
+		trace_seq_printf(s, "\n=> <%s>", ev->unresolved_reason);
+	else
+		trace_seq_printf(s, "\n=> <unresolved %s %" PRIu32 ": %s>",
+				 ev->kind == DECODED_STACK_ID ? "stack_id" : "stack_ref", ev->stack_id,
+				 ev->unresolved_reason);
+}
+
+static void print_event(struct trace_seq *s, const struct decoded_event *ev, bool ns)
+{
+	size_t len;
+
+	trace_seq_reset(s);
+	if (ev->event)
+		print_known(s, ev, ns);
+	else
+		print_unknown(s, ev, ns);
 	trace_seq_terminate(s);
 	len = s->len;
 	if (len && s->buffer[len - 1] == '\n')
@@ -178,6 +219,7 @@ int cmd_report(int argc, char **argv)
 			continue;
 		print_event(&s, &ev, clock_in_ns(decoder_segment_meta(ev.seg, "clock")));
 	}
+	note_unresolved(d);
 	decoder_free(d);
 	if (fflush(stdout) != 0) {
 		log_errno(LOG_ERR, -errno, "cannot write the report");
@@ -581,6 +623,7 @@ int cmd_folded(int argc, char **argv)
 			break;
 		}
 	}
+	note_unresolved(d);
 	decoder_free(d);
 	buf_done(&b);
 
