@@ -177,6 +177,7 @@ static void publish_markers(struct cpu_reader *r)
 static int process_page(struct cpu_reader *r, size_t len)
 {
 	struct page_summary sum;
+	size_t before;
 	int rr;
 
 	if (r->frame.len && r->frame.len + len > r->p.frame_size) {
@@ -184,6 +185,7 @@ static int process_page(struct cpu_reader *r, size_t len)
 		if (rr < 0 && rr != -ESHUTDOWN)
 			return rr;
 	}
+	before = r->frame.len;
 	rr = transcoder_page(&r->tc, r->page, len, &r->frame, &sum);
 	if (rr < 0)
 		return rr;
@@ -197,7 +199,7 @@ static int process_page(struct cpu_reader *r, size_t len)
 	atomic_fetch_add(&r->st_pages, 1);
 	atomic_fetch_add(&r->st_events, sum.events);
 	atomic_fetch_add(&r->st_read, len);
-	atomic_fetch_add(&r->st_raw, r->frame.len);
+	atomic_fetch_add(&r->st_raw, r->frame.len - before);
 	if (sum.lost_events)
 		atomic_fetch_add(&r->st_lost, sum.lost_events);
 	if (sum.lost_unknown)

@@ -6,6 +6,7 @@
 #include <tracefs.h>
 
 #include "archive.h"
+#include "audit.h"
 #include "config.h"
 #include "generations.h"
 #include "cpu_reader.h"
@@ -215,7 +216,21 @@ static int segment_end(void *userdata, struct archive_segment *seg)
 		if (r < 0)
 			return r;
 	}
-	seg->unresolved = rec->unresolved;
+	if (rec->gens) {
+		uint64_t refs = 0, unresolved = 0;
+
+		/* exactly what a reader of this segment will not resolve */
+		r = audit_unresolved(segment_writer_path(seg->writer), &rec->layout, &refs,
+				     &unresolved);
+		if (r < 0)
+			log_errno(LOG_WARNING, r, "cannot count the unresolved stack ids of '%s', continuing",
+				  segment_writer_path(seg->writer));
+		seg->unresolved = unresolved;
+		rec->unresolved += unresolved;
+		if (unresolved)
+			log_notice("%" PRIu64 " of %" PRIu64 " stack ids in '%s' cannot be resolved "
+				   "(reset windows)", unresolved, refs, segment_writer_path(seg->writer));
+	}
 	r = write_cpu_stats(rec, seg);
 	if (r < 0 || !rec->gens)
 		return r;
@@ -625,6 +640,10 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	r = open_readers(rec);
 	if (r < 0)
 		return r;
+	/* before the first segment opens, so that its head says which stacks it holds */
+	r = setup_stackmap(rec);
+	if (r < 0)
+		goto fail_tracing;
 	if (flight(rec))
 		goto configure;
 	r = archive_start(rec->archive);
@@ -654,9 +673,6 @@ configure:
 	if (r < 0)
 		goto fail_tracing;
 	r = tracing_setup_events(rec->tracing);
-	if (r < 0)
-		goto fail_tracing;
-	r = setup_stackmap(rec);
 	if (r < 0)
 		goto fail_tracing;
 

@@ -401,18 +401,27 @@ static void note_marker(struct transcoder *t, const uint8_t *data, size_t len, u
 	m->text[n] = '\0';
 }
 
-/*
- * Walk the events of one page. With out == NULL only summarize. Returns 0,
- * -EPROTO when the page does not walk cleanly, -ENOMEM.
- */
-static int walk_page(struct transcoder *t, const uint8_t *page, size_t commit, uint64_t page_ts,
-		     struct buf *out, struct page_summary *sum)
+int page_iter_init(struct page_iter *it, const struct page_layout *l, const uint8_t *page,
+		   size_t len)
 {
-	const struct page_layout *l = t->layout;
-	const uint8_t *data = page + l->data_offset;
-	uint64_t ts = page_ts;
-	size_t off = 0;
-	int r;
+	uint64_t cw;
+
+	if (len < l->data_offset)
+		return -EPROTO;
+	memset(it, 0, sizeof(*it));
+	memcpy(&it->ts, page, 8);
+	cw = read_commit(l, page);
+	it->commit = (size_t)(cw & PAGE_COMMIT_MASK);
+	if (it->commit > len - l->data_offset)
+		return -EPROTO;
+	it->data = page + l->data_offset;
+	return 0;
+}
+
+int page_iter_next(struct page_iter *it, struct page_event *ev)
+{
+	const uint8_t *data = it->data;
+	size_t off = it->off, commit = it->commit;
 
 	while (off + 4 <= commit) {
 		uint32_t hdr, arr = 0;
@@ -424,8 +433,10 @@ static int walk_page(struct transcoder *t, const uint8_t *page, size_t commit, u
 		type_len = hdr & 31;
 		delta = hdr >> 5;
 		if (type_len == 0 || type_len >= TYPE_PADDING) {
-			if (off + 8 > commit)
+			if (off + 8 > commit) {
+				it->off = commit;
 				return type_len == TYPE_PADDING && delta == 0 ? 0 : -EPROTO;
+			}
 			memcpy(&arr, data + off + 4, 4);
 		}
 
@@ -436,29 +447,30 @@ static int walk_page(struct transcoder *t, const uint8_t *page, size_t commit, u
 			dlen = arr - 4;
 			payload = data + off + 8;
 			total = 4 + (((size_t)arr + 3) & ~(size_t)3);
-			ts += delta;
+			it->ts += delta;
 			break;
 		case TYPE_PADDING:
 			if (delta == 0) {
 				/* the rest of the page is unused */
+				it->off = commit;
 				return 0;
 			}
 			total = 4 + (size_t)arr;
-			ts += delta;
+			it->ts += delta;
 			break;
 		case TYPE_TIME_EXTEND:
 			total = 8;
-			ts += ((uint64_t)arr << TS_SHIFT) | delta;
+			it->ts += ((uint64_t)arr << TS_SHIFT) | delta;
 			break;
 		case TYPE_TIME_STAMP: {
 			uint64_t abs = ((uint64_t)arr << TS_SHIFT) | delta;
 
-			if (ts & TS_MSB) {
-				abs |= ts & TS_MSB;
-				if (abs < ts)
+			if (it->ts & TS_MSB) {
+				abs |= it->ts & TS_MSB;
+				if (abs < it->ts)
 					abs += 1ULL << 59;
 			}
-			ts = abs;
+			it->ts = abs;
 			total = 8;
 			break;
 		}
@@ -466,75 +478,118 @@ static int walk_page(struct transcoder *t, const uint8_t *page, size_t commit, u
 			dlen = (size_t)type_len * 4;
 			payload = data + off + 4;
 			total = 4 + dlen;
-			ts += delta;
+			it->ts += delta;
 			break;
 		}
 		if (total > commit - off)
 			return -EPROTO;
-
+		ev->offset = off;
+		ev->total = total;
+		ev->delta = delta;
+		ev->ts = it->ts;
+		ev->payload = payload;
+		ev->len = dlen;
+		ev->type = -1;
+		off += total;
+		it->off = off;
 		if (payload) {
 			uint16_t type;
 
 			if (dlen < 8)
 				return -EPROTO;
 			memcpy(&type, payload, 2);
+			ev->type = type;
+		}
+		return 1;
+	}
+	it->off = off;
+	return off == commit ? 0 : -EPROTO;
+}
+
+/* Replace a kernel_stack entry by a stack_ref entry. Returns 1 if done, 0 if not, -ENOMEM. */
+static int transcode_stack(struct transcoder *t, const struct page_event *ev, struct buf *out)
+{
+	const struct page_layout *l = t->layout;
+	uint8_t rec[4 + STACK_REF_EVENT_SIZE];
+	uint32_t h, v;
+	uint16_t ref_type = (uint16_t)l->stack_ref_id;
+	struct dstack *s;
+	int32_t size;
+	size_t nr;
+	int r;
+
+	if (ev->len < 16)
+		return 0;
+	memcpy(&size, ev->payload + 8, 4);
+	nr = size < 0 ? 0 : (size_t)size;
+	nr = MIN(nr, (ev->len - 16) / 8);
+	nr = MIN(nr, (size_t)UINT16_MAX);
+	s = lookup_stack(t, ev->payload + 16, (uint16_t)nr);
+	if (!s)
+		return 0;
+	r = add_ref(t, s);
+	if (r < 0)
+		return r;
+	h = (uint32_t)ev->delta << 5 | (STACK_REF_EVENT_SIZE / 4);
+	memcpy(rec, &h, 4);
+	memcpy(rec + 4, ev->payload, 8);
+	memcpy(rec + 4, &ref_type, 2);
+	memcpy(rec + 12, &s->id, 4);
+	v = (uint32_t)nr;
+	memcpy(rec + 16, &v, 4);
+	r = buf_append(out, rec, sizeof(rec));
+	return r < 0 ? r : 1;
+}
+
+/*
+ * Walk the events of one page: summarize, collect stack ids and markers,
+ * and with out != NULL append the transcoded events. Returns 0, -EPROTO
+ * when the page does not walk cleanly, -ENOMEM.
+ */
+static int walk_page(struct transcoder *t, const uint8_t *page, size_t len, struct buf *out,
+		     struct page_summary *sum)
+{
+	const struct page_layout *l = t->layout;
+	struct page_iter it;
+	struct page_event ev;
+	int r;
+
+	r = page_iter_init(&it, l, page, len);
+	if (r < 0)
+		return r;
+	while ((r = page_iter_next(&it, &ev)) > 0) {
+		if (ev.payload) {
 			sum->events++;
 			if (!sum->first_ts)
-				sum->first_ts = ts;
-			sum->last_ts = ts;
+				sum->first_ts = ev.ts;
+			sum->last_ts = ev.ts;
 
-			if (type == l->stack_id_id && dlen >= 12) {
+			if (ev.type == l->stack_id_id && ev.len >= 12) {
 				int32_t id;
 
-				memcpy(&id, payload + 8, 4);
+				memcpy(&id, ev.payload + 8, 4);
 				if (id >= 0) {
 					r = add_id(t, (uint32_t)id);
 					if (r < 0)
 						return r;
 				}
-			} else if (type == l->print_id) {
-				note_marker(t, payload, dlen, ts);
-			} else if (out && t->dedup && type == l->kernel_stack_id && dlen >= 16) {
-				int32_t size;
-				size_t nr;
-				struct dstack *s;
-
-				memcpy(&size, payload + 8, 4);
-				nr = size < 0 ? 0 : (size_t)size;
-				nr = MIN(nr, (dlen - 16) / 8);
-				nr = MIN(nr, (size_t)UINT16_MAX);
-				s = lookup_stack(t, payload + 16, (uint16_t)nr);
-				if (s) {
-					uint8_t ev[4 + STACK_REF_EVENT_SIZE];
-					uint32_t h = (uint32_t)delta << 5 | (STACK_REF_EVENT_SIZE / 4);
-					uint16_t ref_type = (uint16_t)l->stack_ref_id;
-					uint32_t v;
-
-					r = add_ref(t, s);
-					if (r < 0)
-						return r;
-					memcpy(ev, &h, 4);
-					memcpy(ev + 4, payload, 8);
-					memcpy(ev + 4, &ref_type, 2);
-					memcpy(ev + 12, &s->id, 4);
-					v = (uint32_t)nr;
-					memcpy(ev + 16, &v, 4);
-					r = buf_append(out, ev, sizeof(ev));
-					if (r < 0)
-						return r;
-					off += total;
+			} else if (ev.type == l->print_id) {
+				note_marker(t, ev.payload, ev.len, ev.ts);
+			} else if (out && t->dedup && ev.type == l->kernel_stack_id) {
+				r = transcode_stack(t, &ev, out);
+				if (r < 0)
+					return r;
+				if (r > 0)
 					continue;
-				}
 			}
 		}
 		if (out) {
-			r = buf_append(out, data + off, total);
+			r = buf_append(out, it.data + ev.offset, ev.total);
 			if (r < 0)
 				return r;
 		}
-		off += total;
 	}
-	return off == commit ? 0 : -EPROTO;
+	return r;
 }
 
 int transcoder_page(struct transcoder *t, const uint8_t *page, size_t len, struct buf *out,
@@ -543,13 +598,12 @@ int transcoder_page(struct transcoder *t, const uint8_t *page, size_t len, struc
 	const struct page_layout *l = t->layout;
 	size_t start = out->len, commit, extra = 0, hdr = l->data_offset;
 	bool transcode = t->dedup && l->stack_ref_id >= 0;
-	uint64_t cw, page_ts;
+	uint64_t cw;
 	int r;
 
 	memset(sum, 0, sizeof(*sum));
 	if (len < hdr)
 		goto drop;
-	memcpy(&page_ts, page, 8);
 	cw = read_commit(l, page);
 	commit = (size_t)(cw & PAGE_COMMIT_MASK);
 	if (commit > len - hdr)
@@ -563,7 +617,7 @@ int transcoder_page(struct transcoder *t, const uint8_t *page, size_t len, struc
 	r = buf_append(out, page, hdr);
 	if (r < 0)
 		return r;
-	r = walk_page(t, page, commit, page_ts, transcode ? out : NULL, sum);
+	r = walk_page(t, page, len, transcode ? out : NULL, sum);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {

@@ -51,6 +51,34 @@ int page_layout_parse(const char *header_page, struct page_layout *ret);
  */
 int page_layout_stack_ref_format(int id, struct buf *out);
 
+/* Iterating over the events of one page (as read, or compacted). */
+struct page_iter {
+	const uint8_t *data;		/* first event */
+	size_t commit;			/* bytes of events */
+	size_t off;
+	uint64_t ts;
+};
+
+struct page_event {
+	size_t offset;			/* of the event header, from data */
+	size_t total;			/* header and payload */
+	unsigned delta;			/* the header's time delta */
+	uint64_t ts;
+	const uint8_t *payload;		/* NULL for time extends and padding */
+	size_t len;			/* payload bytes */
+	int type;			/* common_type, -1 without payload */
+};
+
+/* Start iterating a page of len bytes. Returns 0, or -EPROTO if its header is impossible. */
+int page_iter_init(struct page_iter *it, const struct page_layout *l, const uint8_t *page,
+		   size_t len);
+
+/*
+ * Next entry (data events, time extends and padding alike). Returns 1 with
+ * *ev filled, 0 at the end of the page, -EPROTO if the page is malformed.
+ */
+int page_iter_next(struct page_iter *it, struct page_event *ev);
+
 /* One deduplicated kernel stack. Immutable after creation except the marks. */
 struct dstack {
 	uint64_t hash;
