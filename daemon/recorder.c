@@ -209,7 +209,7 @@ static int segment_end(void *userdata, struct archive_segment *seg)
 	if (rec->ksyms && seg->addrs.len) {
 		r = ksyms_subset(rec->ksyms, (const uint64_t *)seg->addrs.data, seg->addrs.len / 8,
 				 &syms);
-		if (r == 0 && syms.len)
+		if (r >= 0 && syms.len)
 			r = segment_writer_append_file(seg->writer, "kallsyms", syms.data, syms.len,
 						       rec->cfg->compression_level);
 		buf_done(&syms);
