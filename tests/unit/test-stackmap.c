@@ -773,6 +773,14 @@ static void test_generations_and_tables(void)
 	/* Generation 3. */
 	CHECK(resolve(&t, 35000, 3) == 0xa1);
 	CHECK(resolve(&t, 35000, 200) == 0);
+	/* The recorder also writes each window when its generation begins: still one window. */
+	for (int i = 0; i < t.nr_gens; i++) {
+		struct segment_generation w = table_gen(&t, i);
+
+		CHECK(stacktab_add_generation(t.tab, SEGMENT_NO_CPU, &w) == 0);
+	}
+	CHECK(resolve(&t, 10200, 3) == 0xa1);
+	CHECK(resolve(&t, 25000, 200) == 0xf1);
 	tables_done(&t);
 
 	/* Selection: generation range only (no timestamps) ... */
@@ -926,6 +934,7 @@ static void test_policy(void)
 	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_ADOPTED, 50, 100, &g) == -EINVAL);
 	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_STRICT, 50000, 90000, &g) == 0);
 	CHECK(g.kind == SEGMENT_GEN_RESET_STRICT && g.generation == 2);
+	CHECK(g.window_begin == 50000 && g.window_end == 90000);	/* no guard */
 	/* Counters start again with the new map. */
 	CHECK(stackmap_reset_due(sm, now_usec(CLOCK_MONOTONIC)) == STACKMAP_RESET_NONE);
 	stackmap_get_stats(sm, &st);
