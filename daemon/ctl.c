@@ -277,7 +277,8 @@ int ctl_reply(struct ctl_request *req, struct json_writer *w)
 	size_t len;
 	int r;
 
-	json_object_close(w);
+	if (w->depth == 1 && w->in_object[1])
+		json_object_close(w);
 	r = json_writer_finish(w, &text, &len);
 	if (r < 0) {
 		json_writer_done(w);

@@ -98,8 +98,8 @@ unsigned ctl_clients(const struct ctl *c);
 int ctl_reply_json(struct ctl_request *req, const char *json);
 
 /*
- * Close the top-level object that ctl_reply_begin() opened in w, finish w
- * and reply with its text. If w latched an error, the client gets an error
+ * Close the top-level object that ctl_reply_begin() opened in w (unless the
+ * caller already did), finish w and reply with its text. If w latched an error, the client gets an error
  * reply ("reply too large" for -E2BIG) and that error is returned. w is
  * left empty (still to be freed with json_writer_done()). Frees req.
  */
