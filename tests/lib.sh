@@ -120,7 +120,9 @@ tracefs_state() {
 	{
 		cat "$TRACEFS/current_tracer" "$TRACEFS/tracing_on" "$TRACEFS/buffer_size_kb" \
 			"$TRACEFS/trace_clock" "$TRACEFS/trace_options" "$TRACEFS/set_event"
-		ls "$TRACEFS/instances"
+		# instances of other tests and benchmarks running at the same time come and go
+		ls "$TRACEFS/instances" | grep -Ev '^sm(test|bench)_' || true
+		ls "$TRACEFS/instances" | grep -E "^smtest_${TEST_NAME//-/_}_$$_" || true
 		grep -l . "$TRACEFS"/events/*/*/trigger 2>/dev/null | grep -v ':#' || true
 	} 2>/dev/null
 }
