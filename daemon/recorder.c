@@ -591,6 +591,18 @@ static int add_sources(struct recorder *rec)
 	return sd_event_source_set_enabled(rec->flush_timer, SD_EVENT_ON);
 }
 
+/* Close the readers and put tracing back as it was. */
+static void release_tracing(struct recorder *rec)
+{
+	/* an instance cannot be removed while its trace_pipe_raw files are open */
+	for (unsigned i = 0; i < rec->nr_readers; i++)
+		rec->readers[i] = cpu_reader_free(rec->readers[i]);
+	rec->nr_readers = 0;
+	generations_restore(rec->gens);
+	tracing_restore(rec->tracing);
+	rec->state = RECORDER_STOPPED;
+}
+
 int recorder_start(struct recorder *rec, sd_event *e,
 		   void (*on_segment)(void *userdata, const char *path), void *userdata)
 {
@@ -707,12 +719,7 @@ configure:
 fail_tracing:
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot configure tracing");
-	for (unsigned i = 0; i < rec->nr_readers; i++)
-		rec->readers[i] = cpu_reader_free(rec->readers[i]);
-	rec->nr_readers = 0;
-	generations_restore(rec->gens);
-	tracing_restore(rec->tracing);
-	rec->state = RECORDER_STOPPED;
+	release_tracing(rec);
 	return r;
 }
 
@@ -743,13 +750,7 @@ void recorder_stop(struct recorder *rec)
 	r = archive_is_open(rec->archive) ? archive_rotate(rec->archive, true, NULL) : 0;
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot finish the last segment; it is recovered at the next start");
-	/* an instance cannot be removed while its trace_pipe_raw files are open */
-	for (unsigned i = 0; i < rec->nr_readers; i++)
-		rec->readers[i] = cpu_reader_free(rec->readers[i]);
-	rec->nr_readers = 0;
-	generations_restore(rec->gens);
-	tracing_restore(rec->tracing);
-	rec->state = RECORDER_STOPPED;
+	release_tracing(rec);
 }
 
 /* ---- requests ---- */
