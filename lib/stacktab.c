@@ -375,11 +375,23 @@ static int append(void *pptr, size_t *nr, size_t size, const void *item)
 	return 0;
 }
 
+static bool same_generation(const struct segment_generation *a, const struct segment_generation *b)
+{
+	return a->generation == b->generation && a->prev_generation == b->prev_generation &&
+	       a->window_begin == b->window_begin && a->window_end == b->window_end;
+}
+
 int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segment_generation *g)
 {
 	struct gen_record rec = { .cpu = cpu, .g = *g };
 	struct cpu_state *c = NULL;
 	int r;
+
+	/* The daemon may write a window again (when a reset happens, and with the segment's tables). */
+	if (cpu == SEGMENT_NO_CPU)
+		for (size_t i = 0; i < t->nr_windows; i++)
+			if (same_generation(&t->windows[i], g))
+				return 0;
 
 	if (cpu != SEGMENT_NO_CPU) {
 		r = cpu_state(t, cpu, &c);
@@ -533,13 +545,21 @@ static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
 	}
 
 	if (lo < n && w[lo].window_begin <= ts) {
+		/*
+		 * Windows of different resets never overlap when the daemon serializes
+		 * resets; if they do, an event in both cannot be placed. Two windows of
+		 * the same reset are one window.
+		 */
 		if (t->windows_overlap)
 			for (size_t k = lo + 1; k < n; k++)
-				if (w[k].window_begin <= ts)
+				if (w[k].window_begin <= ts &&
+				    (w[k].generation != w[lo].generation ||
+				     w[k].prev_generation != w[lo].prev_generation))
 					return unresolved(t, STACKTAB_KERNEL_ID, ret_reason,
 							  "ambiguous between generations %" PRIu32
 							  " and %" PRIu32,
-							  w[lo].prev_generation, w[k].generation);
+							  MIN(w[lo].prev_generation, w[k].prev_generation),
+							  MAX(w[lo].generation, w[k].generation));
 		if (!w[lo].prev_generation)
 			return resolve_in(t, STACKTAB_KERNEL_ID, w[lo].generation, id, ret_entry,
 					  ret_reason);

@@ -81,7 +81,8 @@ int stacktab_add_stacks(struct stacktab *t, const void *payload, size_t len);
 
 /*
  * Add one GENERATION record (g borrowed). With cpu == SEGMENT_NO_CPU, a
- * time window: stack_id events are attributed by timestamp. Otherwise a
+ * time window: stack_id events are attributed by timestamp (a window added
+ * again, same generations and bounds, is ignored). Otherwise a
  * strict per-CPU boundary: from now on that CPU's stack_id events use
  * strict attribution, and until stacktab_cpu_boundary() is called for it
  * they belong to g->prev_generation (for the first boundary of that CPU).

@@ -249,6 +249,12 @@ static void expect(struct stacktab *t, uint32_t cpu, uint64_t ts, enum stacktab_
 #define EXPECT_NOT(t, cpu, ts, id, reason) \
 	expect(t, cpu, ts, STACKTAB_KERNEL_ID, id, 0, reason, __LINE__)
 
+static int count_gen_cb(uint32_t cpu, const struct segment_generation *g, void *userdata)
+{
+	(*(size_t *)userdata)++;
+	return 0;
+}
+
 static void test_windows(void)
 {
 	struct stacktab *t = stacktab_new();
@@ -269,6 +275,7 @@ static void test_windows(void)
 	EXPECT_NOT(t, 0, 10, 5, "no generation information");
 
 	window(t, 2, 1, 100, 200);
+	window(t, 2, 1, 100, 200);			/* written again: the same window */
 
 	EXPECT(t, 0, 50, 5, 0xa1);			/* before the window: generation 1 */
 	EXPECT(t, 0, 99, 5, 0xa1);
@@ -307,6 +314,26 @@ static void test_windows(void)
 	EXPECT(t, 0, 50, 5, 0xa1);
 	EXPECT(t, 0, 150, 5, 0xa1);
 	EXPECT(t, 0, 250, 5, 0xa1);
+	stacktab_free(t);
+
+	/* Two windows of one reset (different bounds) act as one. */
+	t = stacktab_new();
+	add(t, 1, 5, 0, 0xa1);
+	add(t, 2, 5, 0, 0xb1);
+	add(t, 1, 7, 0, 0xc1);
+	add(t, 2, 7, 0, 0xc1);
+	window(t, 2, 1, 100, 200);
+	window(t, 2, 1, 150, 250);
+	EXPECT(t, 0, 175, 7, 0xc1);
+	EXPECT(t, 0, 225, 7, 0xc1);
+	EXPECT_NOT(t, 0, 225, 5, "ambiguous between generations 1 and 2");
+	EXPECT(t, 0, 300, 5, 0xb1);
+	EXPECT(t, 0, 50, 5, 0xa1);
+	{
+		size_t n = 0;
+
+		CHECK(stacktab_foreach_generation(t, count_gen_cb, &n) == 0 && n == 2);
+	}
 	stacktab_free(t);
 
 	/* Overlapping windows never resolve by guessing. */
