@@ -345,10 +345,25 @@ static int stacks_one(const char *path, bool json)
 
 	r = decoder_segment_load(path, &seg, &msg);
 	if (r < 0) {
-		if (msg)
-			log_err("%s", msg);
-		else
-			log_errno(LOG_ERR, r, "cannot read '%s'", path);
+		if (!msg && asprintf(&msg, "'%s': %s", path, strerror(-r)) < 0)
+			msg = NULL;
+		log_err("%s", msg ?: "out of memory");
+		if (json) {
+			json_writer_init(&w, SIZE_MAX);
+			json_object_open(&w, NULL);
+			json_add_string(&w, "path", path);
+			json_array_open(&w, "errors");
+			json_add_string(&w, NULL, msg);
+			json_array_close(&w);
+			json_array_open(&w, "generations");
+			json_array_close(&w);
+			json_array_open(&w, "stacks");
+			json_array_close(&w);
+			json_object_close(&w);
+			if (json_writer_finish(&w, &text, NULL) == 0)
+				printf("%s\n", text);
+			json_writer_done(&w);
+		}
 		return 1;
 	}
 	o.seg = seg;
