@@ -126,7 +126,8 @@ static int scan_directory(struct archive *a)
 	closedir(d);
 	if (r < 0)
 		return r;
-	qsort(a->done, a->nr_done, sizeof(*a->done), finished_cmp);
+	if (a->nr_done)
+		qsort(a->done, a->nr_done, sizeof(*a->done), finished_cmp);
 	return 0;
 }
 

@@ -47,13 +47,15 @@ static int collect_file(const char *name, const void *data, size_t len, void *us
 	rec->files = f;
 	f = &rec->files[rec->nr_files];
 	f->name = strdup(name);
-	f->data = malloc(len ? len : 1);
+	f->data = malloc(len + 1);
 	if (!f->name || !f->data) {
 		free(f->name);
 		free(f->data);
 		return -ENOMEM;
 	}
+	/* NUL-terminated too: formats are searched as text */
 	memcpy(f->data, data, len);
+	((char *)f->data)[len] = '\0';
 	f->len = len;
 	rec->nr_files++;
 	return 0;
