@@ -300,7 +300,8 @@ static int load_file(struct decoder_segment *s, const struct segment_record *rec
 	content = (const char *)nul + 1;
 	len = rec->len - (size_t)(nul + 1 - rec->data);
 
-	if (streq(name, "header_page")) {
+	/* "events/header_page" is the tracefs path; accept it as well as the documented name. */
+	if (streq(name, "header_page") || streq(name, "events/header_page")) {
 		(void)tep_parse_header_page(s->tep, (char *)content, len, (int)s->long_size);
 	} else if (startswith(name, "events/")) {
 		const char *sys = name + strlen("events/"), *slash = strchr(sys, '/');
