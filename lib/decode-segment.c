@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * One segment for the decoder (decode.h, decode-internal.h).
+ *
+ * A segment is read twice. The first pass (decoder_segment_load()) reads
+ * every record for what events need before they can be printed: META, the
+ * FILE records (formats, kallsyms, comms) and the stack table, which the
+ * daemon writes after the pages that use it. It also counts each CPU's
+ * PAGES records and per-CPU GENERATION boundaries.
+ *
+ * The second pass (decoder_segment_next_item()) hands out each CPU's
+ * records in file order. Records of different CPUs interleave in a segment
+ * in the order the CPUs' pages were read, so one sequential reader feeds
+ * every CPU: records of CPUs other than the one that needs data are queued
+ * for them. The queues are bounded; when a CPU's next record is further
+ * away than that, the CPU gets a reader of its own that skips the other
+ * CPUs' records.
+ */
+#include <endian.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <event-parse.h>
+
+#include "decode-internal.h"
+#include "ksyms.h"
+#include "segment.h"
+#include "stacktab.h"
+#include "util.h"
+
+/* ---- first pass ---- */
+
+void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *m;
+
+	if (s->nr_errors >= DECODE_MAX_ERRORS)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&m, fmt, ap) >= 0)
+		s->errors[s->nr_errors++] = m;
+	va_end(ap);
+}
+
+const char *decoder_segment_error(const struct decoder_segment *s, size_t i)
+{
+	return i < s->nr_errors ? s->errors[i] : NULL;
+}
+
+struct stacktab *decoder_segment_stacktab(const struct decoder_segment *s)
+{
+	return s->tab;
+}
+
+struct tep_handle *decoder_segment_tep(const struct decoder_segment *s)
+{
+	return s->tep;
+}
+
+const char *decoder_segment_meta(const struct decoder_segment *s, const char *key)
+{
+	for (size_t i = 0; i < s->nr_meta; i++)
+		if (streq(s->meta[i].key, key))
+			return s->meta[i].value;
+	return NULL;
+}
+
+static void item_free_list(struct item *it)
+{
+	while (it) {
+		struct item *n = it->next;
+
+		free(it);
+		it = n;
+	}
+}
+
+struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
+{
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < s->nr_cpus; i++) {
+		item_free_list(s->cpus[i].head);
+		segment_reader_free(s->cpus[i].own);
+	}
+	free(s->cpus);
+	segment_reader_free(s->shared);
+	for (size_t i = 0; i < s->nr_meta; i++) {
+		free(s->meta[i].key);
+		free(s->meta[i].value);
+	}
+	free(s->meta);
+	for (size_t i = 0; i < s->nr_errors; i++)
+		free(s->errors[i]);
+	if (s->tep)
+		tep_free(s->tep);
+	ksyms_free(s->ks);
+	stacktab_free(s->tab);
+	free(s->path);
+	free(s);
+	return NULL;
+}
+
+static void decoder_segment_freep(struct decoder_segment **s)
+{
+	decoder_segment_free(*s);
+}
+
+static void segment_reader_freep(struct segment_reader **r)
+{
+	segment_reader_free(*r);
+}
+
+static bool host_big_endian(void)
+{
+	return __BYTE_ORDER == __BIG_ENDIAN;
+}
+
+static int parse_meta(struct decoder_segment *s, const uint8_t *data, size_t len)
+{
+	const char *p = (const char *)data, *end = p + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *eq;
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		struct meta_kv *n;
+
+		eq = memchr(p, '=', l);
+		if (eq) {
+			n = realloc(s->meta, sizeof(*n) * (s->nr_meta + 1));
+			if (!n)
+				return -ENOMEM;
+			s->meta = n;
+			n[s->nr_meta].key = strndup(p, (size_t)(eq - p));
+			n[s->nr_meta].value = strndup(eq + 1, l - (size_t)(eq - p) - 1);
+			if (!n[s->nr_meta].key || !n[s->nr_meta].value) {
+				free(n[s->nr_meta].key);
+				free(n[s->nr_meta].value);
+				return -ENOMEM;
+			}
+			s->nr_meta++;
+		}
+		p += l + 1;
+	}
+	return 0;
+}
+
+static bool meta_u64(const struct decoder_segment *s, const char *key, uint64_t *ret)
+{
+	const char *v = decoder_segment_meta(s, key);
+	unsigned long long x;
+	char *e;
+
+	if (!v || !*v)
+		return false;
+	errno = 0;
+	x = strtoull(v, &e, 10);
+	if (errno || *e)
+		return false;
+	*ret = x;
+	return true;
+}
+
+/* The traced machine's layout from META; host values (with a note) when missing. */
+static void setup_layout(struct decoder_segment *s)
+{
+	const char *bo = decoder_segment_meta(s, "byte_order");
+	uint64_t v;
+
+	s->long_size = sizeof(long);
+	if (meta_u64(s, "long_size", &v) && (v == 4 || v == 8))
+		s->long_size = (unsigned int)v;
+	else
+		decoder_segment_add_error(s, "'%s': META has no valid long_size, assuming %u", s->path, s->long_size);
+
+	s->big_endian = host_big_endian();
+	if (bo && (streq(bo, "little") || streq(bo, "big")))
+		s->big_endian = streq(bo, "big");
+	else
+		decoder_segment_add_error(s, "'%s': META has no valid byte_order, assuming the host's", s->path);
+
+	s->page_size = 4096;
+	if (meta_u64(s, "page_size", &v) && v >= 64 && v <= ((uint64_t)64 << 20))
+		s->page_size = (size_t)v;
+	else
+		decoder_segment_add_error(s, "'%s': META has no valid page_size, assuming 4096", s->path);
+
+	tep_set_long_size(s->tep, (int)s->long_size);
+	tep_set_page_size(s->tep, (int)s->page_size);
+	tep_set_file_bigendian(s->tep, s->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(s->tep, host_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+}
+
+static void parse_cmdlines(struct tep_handle *tep, const char *p, size_t len)
+{
+	const char *end = p + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char line[64], *comm;
+		long pid;
+
+		if (l > 0 && l < sizeof(line)) {
+			memcpy(line, p, l);
+			line[l] = 0;
+			pid = strtol(line, &comm, 10);
+			if (comm != line && *comm == ' ' && comm[1])
+				(void)tep_register_comm(tep, comm + 1, (int)pid);
+		}
+		p += l + 1;
+	}
+}
+
+static int load_file(struct decoder_segment *s, const struct segment_record *rec)
+{
+	const char *name = (const char *)rec->data;
+	const uint8_t *nul = memchr(rec->data, 0, rec->len);
+	const char *content;
+	size_t len;
+	char *text;
+
+	if (!nul) {
+		decoder_segment_add_error(s, "'%s': malformed FILE record at offset %" PRIu64, s->path, rec->offset);
+		return 0;
+	}
+	content = (const char *)nul + 1;
+	len = rec->len - (size_t)(nul + 1 - rec->data);
+
+	/* "events/header_page" is the tracefs path; accept it as well as the documented name. */
+	if (streq(name, "header_page") || streq(name, "events/header_page")) {
+		(void)tep_parse_header_page(s->tep, (char *)content, len, (int)s->long_size);
+	} else if (startswith(name, "events/")) {
+		const char *sys = name + strlen("events/"), *slash = strchr(sys, '/');
+		char sysname[128];
+
+		if (!slash || (size_t)(slash - sys) >= sizeof(sysname) || !strstr(slash, "/format"))
+			return 0;
+		memcpy(sysname, sys, (size_t)(slash - sys));
+		sysname[slash - sys] = 0;
+		/* An event libtraceevent cannot parse prints as unknown; the rest still decode. */
+		(void)tep_parse_event(s->tep, content, len, sysname);
+	} else if (streq(name, "kallsyms") || streq(name, "printk_formats")) {
+		text = strndup(content, len);
+		if (!text)
+			return -ENOMEM;
+		if (streq(name, "printk_formats")) {
+			(void)tep_parse_printk_formats(s->tep, text);
+		} else {
+			(void)tep_parse_kallsyms(s->tep, text);
+			if (!s->ks && ksyms_parse(content, len, &s->ks) < 0)
+				s->ks = NULL;
+		}
+		free(text);
+	} else if (streq(name, "saved_cmdlines")) {
+		parse_cmdlines(s->tep, content, len);
+	}
+	/* saved_tgids, header_event, config: nothing to print events with. */
+	return 0;
+}
+
+static int cpu_streams(struct decoder_segment *s, uint32_t cpu, struct cpu_stream **ret)
+{
+	if (cpu >= STACKTAB_MAX_CPUS)
+		return -EINVAL;
+	if (cpu >= s->nr_cpus) {
+		struct cpu_stream *n = realloc(s->cpus, sizeof(*n) * (cpu + 1));
+
+		if (!n)
+			return -ENOMEM;
+		memset(n + s->nr_cpus, 0, sizeof(*n) * (cpu + 1 - s->nr_cpus));
+		s->cpus = n;
+		s->nr_cpus = cpu + 1;
+	}
+	*ret = &s->cpus[cpu];
+	return 0;
+}
+
+static int load_record(struct decoder_segment *s, const struct segment_record *rec)
+{
+	struct segment_generation g;
+	struct cpu_stream *cs;
+	int r;
+
+	switch (rec->type) {
+	case SEGMENT_REC_FILE:
+		return load_file(s, rec);
+	case SEGMENT_REC_STACKS:
+		r = stacktab_add_stacks(s->tab, rec->data, rec->len);
+		if (r == -EBADMSG)
+			decoder_segment_add_error(s, "'%s': malformed STACKS record at offset %" PRIu64, s->path,
+				  rec->offset);
+		return r == -ENOMEM ? r : 0;
+	case SEGMENT_REC_GENERATION:
+		if (segment_generation_decode(rec->data, rec->len, &g) < 0) {
+			decoder_segment_add_error(s, "'%s': malformed GENERATION record at offset %" PRIu64, s->path,
+				  rec->offset);
+			return 0;
+		}
+		r = stacktab_add_generation(s->tab, rec->cpu, &g);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0 || rec->cpu == SEGMENT_NO_CPU)
+			return 0;
+		break;
+	case SEGMENT_REC_PAGES:
+		break;
+	default:
+		return 0;
+	}
+
+	r = cpu_streams(s, rec->cpu, &cs);
+	if (r == -EINVAL) {
+		decoder_segment_add_error(s, "'%s': record at offset %" PRIu64 " names CPU %" PRIu32 ", ignored",
+			  s->path, rec->offset, rec->cpu);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	cs->total++;
+	return 0;
+}
+
+/* Event type of a stack entry: META names it; formats by name if META does not. */
+static void find_stack_event(struct decoder_segment *s, enum decoded_stack kind, const char *key,
+			     const char *sys, const char *name)
+{
+	struct tep_event *e = NULL;
+	uint64_t id;
+
+	if (meta_u64(s, key, &id) && id > 0 && id < 65536)
+		e = tep_find_event(s->tep, (int)id);
+	if (!e)
+		e = tep_find_event_by_name(s->tep, sys, name);
+	s->stack_type[kind] = e ? e->id : -1;
+	if (!e)
+		return;
+	switch (kind) {
+	case DECODED_KERNEL_STACK:
+		s->caller_field = tep_find_any_field(e, "caller");
+		s->size_field = tep_find_field(e, "size");
+		break;
+	case DECODED_STACK_ID:
+		s->id_field = tep_find_field(e, "stack_id");
+		break;
+	case DECODED_STACK_REF:
+		s->ref_field = tep_find_field(e, "stack_ref");
+		break;
+	default:
+		break;
+	}
+}
+
+static const char *open_error_text(int r)
+{
+	switch (r) {
+	case -EBADMSG:
+		return "not a segment (bad prologue)";
+	case -EPROTONOSUPPORT:
+		return "unsupported segment format version";
+	default:
+		return strerror(-r);
+	}
+}
+
+int decoder_segment_load(const char *path, struct decoder_segment **ret, char **ret_error)
+{
+	_cleanup_(decoder_segment_freep) struct decoder_segment *s = NULL;
+	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
+	bool seen_meta = false, clean_end = false;
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->path = strdup(path);
+	s->tab = stacktab_new();
+	s->tep = tep_alloc();
+	if (!s->path || !s->tab || !s->tep)
+		return -ENOMEM;
+
+	r = segment_reader_open(path, &rd);
+	if (r < 0) {
+		if (ret_error && asprintf(ret_error, "'%s': %s", path, open_error_text(r)) < 0)
+			*ret_error = NULL;
+		return r;
+	}
+
+	for (;;) {
+		struct segment_record rec;
+
+		r = segment_reader_next(rd, &rec);
+		if (r == 0) {
+			s->data_end = segment_reader_good_offset(rd);
+			clean_end = true;
+			break;
+		}
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			s->data_end = segment_reader_error_offset(rd);
+			if (r == -EBADMSG)
+				decoder_segment_add_error(s, "'%s': damaged at offset %" PRIu64 ": %s; the data after it is lost",
+					  path, s->data_end, segment_reader_error(rd));
+			else
+				decoder_segment_add_error(s, "'%s': read error at offset %" PRIu64 ": %s", path,
+					  s->data_end, strerror(-r));
+			break;
+		}
+		if (!seen_meta) {
+			if (rec.type != SEGMENT_REC_META) {
+				if (ret_error && asprintf(ret_error, "'%s': first record is not META",
+							  path) < 0)
+					*ret_error = NULL;
+				return -EBADMSG;
+			}
+			r = parse_meta(s, rec.data, rec.len);
+			if (r < 0)
+				return r;
+			setup_layout(s);
+			seen_meta = true;
+			continue;
+		}
+		r = load_record(s, &rec);
+		if (r < 0)
+			return r;
+	}
+	if (!seen_meta) {
+		if (ret_error && asprintf(ret_error, "'%s': no META record", path) < 0)
+			*ret_error = NULL;
+		return -EBADMSG;
+	}
+
+	if (clean_end) {
+		const struct segment_index *idx = segment_reader_index(rd);
+
+		if (!segment_reader_complete(rd))
+			decoder_segment_add_error(s, "'%s': incomplete (no trailer): the data ends at offset %" PRIu64,
+				  path, s->data_end);
+		else if (idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+			decoder_segment_add_error(s, "'%s': recovered after a crash: its data ends early", path);
+	}
+
+	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
+	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
+	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");
+
+	*ret = steal_ptr(s);
+	return 0;
+}
+
+int decoder_segment_symbolize(const struct decoder_segment *s, uint64_t addr, bool with_offset,
+			      char *buf, size_t len)
+{
+	const char *name = NULL;
+	int n;
+
+	if (addr == DECODE_FTRACE_TRAMPOLINE)
+		n = snprintf(buf, len, "[FTRACE TRAMPOLINE]");
+	else if (with_offset && s->ks && ksyms_usable(s->ks))
+		return ksyms_format(s->ks, addr, buf, len);
+	else {
+		if (s->ks && ksyms_usable(s->ks))
+			name = ksyms_lookup(s->ks, addr, NULL, NULL, NULL);
+		if (!name)
+			name = tep_find_function(s->tep, addr);
+		if (name && with_offset)
+			n = snprintf(buf, len, "%s+0x%" PRIx64, name,
+				     addr - (uint64_t)tep_find_function_address(s->tep, addr));
+		else if (name)
+			n = snprintf(buf, len, "%s", name);
+		else
+			n = snprintf(buf, len, "0x%" PRIx64, addr);
+	}
+	if (n < 0)
+		return -EINVAL;
+	return (size_t)n < len ? n : -ENOBUFS;
+}
+
+/* ---- second pass: one CPU's items of a segment ---- */
+
+static bool is_stream_record(const struct decoder_segment *s, const struct segment_record *rec)
+{
+	struct segment_generation g;
+
+	if (rec->offset >= s->data_end || rec->cpu >= s->nr_cpus)
+		return false;
+	if (rec->type == SEGMENT_REC_PAGES)
+		return true;
+	/* Exactly what the first pass counted: per-CPU boundaries that decode. */
+	return rec->type == SEGMENT_REC_GENERATION && rec->cpu != SEGMENT_NO_CPU &&
+	       segment_generation_decode(rec->data, rec->len, &g) == 0;
+}
+
+static struct item *item_new(const struct segment_record *rec)
+{
+	struct segment_generation g;
+	bool boundary = rec->type == SEGMENT_REC_GENERATION;
+	struct item *it = malloc(sizeof(*it) + (boundary ? 0 : rec->len));
+
+	if (!it)
+		return NULL;
+	*it = (struct item){ .offset = rec->offset, .boundary = boundary };
+	if (boundary) {
+		(void)segment_generation_decode(rec->data, rec->len, &g);
+		it->generation = g.generation;
+	} else {
+		memcpy(it->data, rec->data, rec->len);
+		it->len = rec->len;
+	}
+	return it;
+}
+
+/* The CPU's private reader: its own records only, after the ones read before it existed. */
+static int own_next(struct decoder_segment *s, unsigned int cpu, struct item **ret)
+{
+	struct cpu_stream *cs = &s->cpus[cpu];
+	struct segment_record rec;
+	int r;
+
+	for (;;) {
+		r = segment_reader_next(cs->own, &rec);
+		if (r == -ENOMEM)
+			return r;
+		if (r <= 0 || rec.offset >= s->data_end) {
+			cs->read = cs->total;
+			cs->own = segment_reader_free(cs->own);
+			return 0;
+		}
+		if (rec.cpu != cpu || !is_stream_record(s, &rec))
+			continue;
+		if (cs->own_skip) {
+			cs->own_skip--;
+			continue;
+		}
+		*ret = item_new(&rec);
+		if (!*ret)
+			return -ENOMEM;
+		cs->read++;
+		return 1;
+	}
+}
+
+int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t lookahead,
+			      struct item **ret)
+{
+	struct segment_record rec;
+	struct cpu_stream *cs;
+	int r;
+
+	if (!s || cpu >= s->nr_cpus)
+		return 0;
+	cs = &s->cpus[cpu];
+	if (cs->head) {
+		struct item *it = cs->head;
+
+		cs->head = it->next;
+		if (!cs->head)
+			cs->tail = NULL;
+		s->queued -= it->len;
+		*ret = it;
+		return 1;
+	}
+	if (cs->read >= cs->total)
+		return 0;
+	if (cs->own)
+		return own_next(s, cpu, ret);
+	if (s->shared_done)
+		return 0;
+	if (!s->shared) {
+		r = segment_reader_open(s->path, &s->shared);
+		if (r < 0) {
+			decoder_segment_add_error(s, "'%s': cannot open again: %s", s->path, strerror(-r));
+			s->shared_done = true;
+			return r == -ENOMEM ? r : 0;
+		}
+	}
+
+	for (;;) {
+		struct cpu_stream *other;
+		struct item *it;
+
+		r = segment_reader_next(s->shared, &rec);
+		if (r == -ENOMEM)
+			return r;
+		if (r <= 0 || rec.offset >= s->data_end) {
+			s->shared_done = true;
+			s->shared = segment_reader_free(s->shared);
+			return 0;
+		}
+		if (!is_stream_record(s, &rec))
+			continue;
+		other = &s->cpus[rec.cpu];
+		if (other->own)
+			continue;
+		it = item_new(&rec);
+		if (!it)
+			return -ENOMEM;
+		other->read++;
+		if (rec.cpu == cpu) {
+			*ret = it;
+			return 1;
+		}
+		if (other->tail)
+			other->tail->next = it;
+		else
+			other->head = it;
+		other->tail = it;
+		s->queued += it->len;
+		if (s->queued > lookahead) {
+			/* Stop queueing for others: this CPU reads its records on its own. */
+			r = segment_reader_open(s->path, &cs->own);
+			if (r < 0) {
+				decoder_segment_add_error(s, "'%s': cannot open again: %s", s->path, strerror(-r));
+				cs->read = cs->total;
+				return r == -ENOMEM ? r : 0;
+			}
+			cs->own_skip = cs->read;
+			return own_next(s, cpu, ret);
+		}
+	}
+}
