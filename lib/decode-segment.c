@@ -193,6 +193,11 @@ static void setup_layout(struct decoder_segment *s)
 	tep_set_local_bigendian(s->tep, host_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
 }
 
+/*
+ * "pid comm" lines. A segment may carry the list more than once (the
+ * daemon writes it again when it finishes the segment): the latest wins,
+ * as pids are reused.
+ */
 static void parse_cmdlines(struct tep_handle *tep, const char *p, size_t len)
 {
 	const char *end = p + len;
@@ -208,7 +213,7 @@ static void parse_cmdlines(struct tep_handle *tep, const char *p, size_t len)
 			line[l] = 0;
 			pid = strtol(line, &comm, 10);
 			if (comm != line && *comm == ' ' && comm[1])
-				(void)tep_register_comm(tep, comm + 1, (int)pid);
+				(void)tep_override_comm(tep, comm + 1, (int)pid);
 		}
 		p += l + 1;
 	}
