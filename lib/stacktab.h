@@ -102,8 +102,11 @@ int stacktab_cpu_boundary(struct stacktab *t, uint32_t cpu, uint32_t generation)
  * Kernel ids use the CPU's strict boundaries if it has any, else the time
  * windows (doc/segment-format.md): inside a window [begin, end] the id
  * resolves only if both generations name the same frames, or it is present
- * in the previous one and ABSENT from the new one. Daemon refs are looked
- * up in generation 0.
+ * in the previous one and ABSENT from the new one; before the first window
+ * it belongs to that window's previous generation (to the window's own if it
+ * has none: a map adopted at start). Windows of one reset act as one; an
+ * event inside windows of different resets never resolves. Daemon refs are
+ * looked up in generation 0.
  * Returns 1 and sets *ret_entry (borrowed, valid until stacktab_free()), or
  * 0 and sets *ret_reason (a message borrowed from t, valid until the next
  * call or stacktab_free()). Either output may be NULL. Counts the result.
@@ -128,8 +131,8 @@ int stacktab_foreach(const struct stacktab *t,
 		     void *userdata);
 
 /*
- * Call cb for every GENERATION record added, in the order added; cpu is
- * SEGMENT_NO_CPU for windows. Returns 0 or the first negative value of cb.
+ * Call cb for every GENERATION record added (a window added again only
+ * once), in the order added; cpu is SEGMENT_NO_CPU for windows. Returns 0 or the first negative value of cb.
  */
 int stacktab_foreach_generation(const struct stacktab *t,
 				int (*cb)(uint32_t cpu, const struct segment_generation *g,
