@@ -1125,7 +1125,9 @@ static int emit_file(const struct tracing *t, const char *name, bool required,
 		return 0;
 	if (r < 0)
 		return r;
-	r = cb(name, data, len, userdata);
+	/* segments name the page and event headers without the directory */
+	r = cb(startswith(name, "events/header_") ? name + strlen("events/") : name, data, len,
+	       userdata);
 	return r < 0 ? r : 0;
 }
 
