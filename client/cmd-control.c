@@ -15,6 +15,8 @@
 #include <sys/un.h>
 #include <sysexits.h>
 
+#include <ini.h>
+
 #include "commands.h"
 #include "ctl-proto.h"
 #include "log.h"
@@ -26,6 +28,7 @@
 struct options {
 	bool json;
 	unsigned timeout_sec;
+	const char *config;		/* take the socket path from this file */
 };
 
 struct reply {
@@ -41,11 +44,48 @@ static void reply_done(struct reply *r)
 	*r = (struct reply){ 0 };
 }
 
-static const char *socket_path(void)
+static int config_socket_handler(void *userdata, const char *section, const char *name,
+				 const char *value)
 {
-	const char *p = getenv("STACKMAPD_SOCKET");
+	char **path = userdata;
 
-	return p && *p ? p : CTL_SOCKET_DEFAULT;
+	if (streq(section, "control") && streq(name, "socket") && *value) {
+		free(*path);
+		*path = strdup(value);
+	}
+	return 1;	/* other keys, and errors, are the daemon's business */
+}
+
+/*
+ * The socket to use: $STACKMAPD_SOCKET (--socket), else [control] socket
+ * in the daemon's configuration file (--config), else the default. Only
+ * that key is read, so that a file the daemon would reject still names
+ * its socket. *ret is allocated. Returns 0 or an exit status after saying why.
+ */
+static int socket_path(const struct options *o, char **ret)
+{
+	const char *env = getenv("STACKMAPD_SOCKET");
+	char *path = NULL;
+	int r;
+
+	if (env && *env)
+		path = strdup(env);
+	else if (o->config) {
+		r = ini_parse(o->config, config_socket_handler, &path);
+		if (r < 0) {
+			free(path);
+			log_err("cannot read '%s'", o->config);
+			return 1;
+		}
+	}
+	if (!path)
+		path = strdup(CTL_SOCKET_DEFAULT);
+	if (!path) {
+		log_err("out of memory");
+		return 1;
+	}
+	*ret = path;
+	return 0;
 }
 
 static int parse_options(int argc, char **argv, unsigned default_timeout, struct options *o)
@@ -53,6 +93,7 @@ static int parse_options(int argc, char **argv, unsigned default_timeout, struct
 	static const struct option options[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "config", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -61,10 +102,13 @@ static int parse_options(int argc, char **argv, unsigned default_timeout, struct
 
 	*o = (struct options){ .timeout_sec = default_timeout };
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0) {
 		switch (c) {
 		case 'j':
 			o->json = true;
+			break;
+		case 'c':
+			o->config = optarg;
 			break;
 		case 't':
 			errno = 0;
@@ -76,7 +120,8 @@ static int parse_options(int argc, char **argv, unsigned default_timeout, struct
 			o->timeout_sec = (unsigned)t;
 			break;
 		case 'h':
-			printf("Usage: stackmapctl [--socket PATH] %s [--json] [--timeout SEC]\n", argv[0]);
+			printf("Usage: stackmapctl [--socket PATH] %s [--json] [--timeout SEC] [-c CONFIG]\n",
+			       argv[0]);
 			return 0;
 		default:
 			return 2;
@@ -231,12 +276,17 @@ static bool reply_is(const struct reply *r, const char *errno_name)
 }
 
 /* Send command once and read the reply. Returns 0 or an exit status after saying why. */
-static int transact(const char *command, const struct ctl_args *args, uint64_t deadline,
-		    unsigned timeout_sec, struct reply *ret)
+static int transact(const struct options *o, const char *command, const struct ctl_args *args,
+		    uint64_t deadline, struct reply *ret)
 {
+	_cleanup_free_ char *path = NULL;
 	_cleanup_close_ int fd = -1;
 	struct buf req = { 0 };
 	int r;
+
+	r = socket_path(o, &path);
+	if (r != 0)
+		return r;
 
 	r = ctl_command_format(&req, command, args);
 	if (r < 0) {
@@ -244,7 +294,7 @@ static int transact(const char *command, const struct ctl_args *args, uint64_t d
 		log_errno(LOG_ERR, r, "cannot build the request '%s'", command);
 		return 1;
 	}
-	r = connect_daemon(socket_path(), &fd);
+	r = connect_daemon(path, &fd);
 	if (r != 0) {
 		buf_done(&req);
 		return r;
@@ -259,7 +309,7 @@ static int transact(const char *command, const struct ctl_args *args, uint64_t d
 		return 1;
 	}
 	buf_done(&req);
-	return receive(fd, deadline, timeout_sec, ret);
+	return receive(fd, deadline, o->timeout_sec, ret);
 }
 
 /*
@@ -276,7 +326,7 @@ static int call(const struct options *o, const char *command, const struct ctl_a
 	int r;
 
 	for (;;) {
-		r = transact(command, args, deadline, o->timeout_sec, &rep);
+		r = transact(o, command, args, deadline, &rep);
 		if (r != 0)
 			return r;
 		if (json_get_bool(rep.v, "ok", false) || !reply_is(&rep, "EBUSY") ||

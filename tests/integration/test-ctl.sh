@@ -168,7 +168,13 @@ STACKMAPD_SOCKET=$tmp/none ctl status 2> "$tmp/err"; rc=$?
 	fail "no daemon: exit $rc: $(cat "$tmp/err")"
 "$STACKMAPCTL" --socket "$tmp/none" list 2>/dev/null; [ $? = 69 ] || fail "--socket not used"
 ctl status --bogus 2>/dev/null; [ $? = 2 ] || fail "bad option: not exit 2"
-ok "exit 69 without a daemon, 2 on usage errors, --socket"
+env -u STACKMAPD_SOCKET "$STACKMAPCTL" status --config "$tmp/stackmapd.conf" >/dev/null ||
+	fail "--config: the socket from the daemon's file not used"
+echo "[control]" > "$tmp/other.conf"
+echo "socket = $tmp/none" >> "$tmp/other.conf"
+env -u STACKMAPD_SOCKET "$STACKMAPCTL" status -c "$tmp/other.conf" 2>/dev/null; [ $? = 69 ] ||
+	fail "-c: socket key ignored"
+ok "exit 69 without a daemon, 2 on usage errors, --socket, --config"
 
 # ---- who may connect ----
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
