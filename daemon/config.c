@@ -1371,6 +1371,49 @@ bool config_needs_restart(const struct config *old, const struct config *new, ch
 	return differ;
 }
 
+#define SWAP(type, a, b)                  \
+	do {                              \
+		type tmp_ = *(type *)(a); \
+		*(type *)(a) = *(type *)(b); \
+		*(type *)(b) = tmp_;      \
+	} while (0)
+
+void config_keep_running(struct config *next, struct config *running)
+{
+	for (size_t i = 0; i < NR_KEYS; i++) {
+		char *pa = (char *)next + keys[i].offset, *pb = (char *)running + keys[i].offset;
+
+		if (!keys[i].restart)
+			continue;
+		switch (keys[i].type) {
+		case FIELD_STRING:
+			SWAP(char *, pa, pb);
+			break;
+		case FIELD_U64:
+			SWAP(uint64_t, pa, pb);
+			break;
+		case FIELD_UNSIGNED:
+			SWAP(unsigned, pa, pb);
+			break;
+		case FIELD_INT:
+		case FIELD_ENUM:
+			SWAP(int, pa, pb);
+			break;
+		case FIELD_BOOL:
+			SWAP(bool, pa, pb);
+			break;
+		case FIELD_DEFERRED:
+			/* events, their filters and stack traces move together, once */
+			if (i == KEY_EVENTS) {
+				SWAP(struct config_event *, &next->events, &running->events);
+				SWAP(unsigned, &next->nr_events, &running->nr_events);
+				SWAP(bool, &next->stacktrace_all, &running->stacktrace_all);
+			}
+			break;
+		}
+	}
+}
+
 /* ---- boot ---- */
 
 int config_boot_cmdline(const struct config *c, char **ret)

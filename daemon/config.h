@@ -124,6 +124,14 @@ int config_check(const struct config *c, char **ret_error);
 bool config_needs_restart(const struct config *old, const struct config *new, char **ret_keys);
 
 /*
+ * Reload: give next the values of running for every key that needs a
+ * restart (swapping ownership, so running gets next's values and frees
+ * them), so that the configuration in force says what actually runs and a
+ * later reload still reports those keys.
+ */
+void config_keep_running(struct config *next, struct config *running);
+
+/*
  * The kernel command-line arguments that start the same capture at boot,
  * space-separated on one line: trace_event=, trace_options= (stackmap,
  * stacktrace, nooverwrite in stream mode), trace_trigger= (for a subset of

@@ -347,6 +347,11 @@ int generations_segment_end(struct generations *g, struct archive_segment *seg)
 	return r < 0 ? r : 0;
 }
 
+void generations_set_config(struct generations *g, const struct config *c)
+{
+	stackmap_set_config(g->sm, c);
+}
+
 void generations_status(struct generations *g, struct recorder_status *st)
 {
 	struct stackmap_stats s;

@@ -15,6 +15,7 @@
 #include "transcode.h"
 
 struct archive_segment;
+struct config;
 struct generations;
 struct recorder;
 
@@ -41,6 +42,9 @@ bool generations_busy(const struct generations *g);
 /* Segment hooks: note the generation in force; write the stack-map tables. */
 void generations_segment_begin(struct generations *g, struct archive_segment *seg);
 int generations_segment_end(struct generations *g, struct archive_segment *seg);
+
+/* A reloaded config (borrowed from then on). */
+void generations_set_config(struct generations *g, const struct config *c);
 
 /* Figures for status. */
 void generations_status(struct generations *g, struct recorder_status *st);

@@ -146,16 +146,27 @@ static int reload(struct daemon *d, char **ret_error, char **ret_restart)
 
 	notify_reloading();
 	r = load_config(d, &next, ret_error);
-	if (r >= 0)
-		r = recorder_reload(d->rec, &next, ret_restart);
 	if (r < 0) {
 		config_done(&next);
 		notify_ready();
 		return r;
 	}
+	if (config_needs_restart(&d->cfg, &next, ret_restart))
+		config_keep_running(&next, &d->cfg);
+	/* the recorder borrows the config in force: swap first, then tell it */
 	config_done(&d->old_cfg);
 	d->old_cfg = d->cfg;
 	d->cfg = next;
+	r = recorder_reload(d->rec, &d->cfg);
+	if (r < 0) {
+		next = d->cfg;
+		d->cfg = d->old_cfg;
+		d->old_cfg = (struct config){ 0 };
+		(void)recorder_reload(d->rec, &d->cfg);
+		config_done(&next);
+		notify_ready();
+		return r;
+	}
 	if (d->ctl)
 		(void)ctl_set_group(d->ctl, d->cfg.socket_group);
 	notify_ready();
@@ -323,25 +334,14 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	r = recorder_new(&d.cfg, &d.rec, &error);
-	if (r < 0) {
-		log_err("%s", error ? error : strerror(-r));
-		config_done(&d.cfg);
-		return r == -EINVAL ? CONFIG_EXIT_INVALID : 1;
-	}
 	r = setup_loop(&d);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot set up the event loop");
 		goto out;
 	}
-	r = recorder_start(d.rec, d.event, on_segment, &d);
-	if (r < 0) {
-		notify_errno(-r);
-		goto out;
-	}
+	/* the socket first: a failure here must not leave tracefs touched */
 	d.cfg_in_force = &d.cfg;
 	d.commands = (struct commands){
-		.rec = d.rec,
 		.cfg = &d.cfg_in_force,
 		.reload = reload_request,
 		.userdata = &d,
@@ -353,9 +353,19 @@ int main(int argc, char **argv)
 			    &d.ctl);
 		if (r < 0) {
 			log_errno(LOG_ERR, r, "cannot create the control socket '%s'", d.cfg.socket_path);
-			recorder_stop(d.rec);
 			goto out;
 		}
+	}
+	r = recorder_new(&d.cfg, &d.rec, &error);
+	if (r < 0) {
+		log_err("%s", error ? error : strerror(-r));
+		goto out;
+	}
+	d.commands.rec = d.rec;
+	r = recorder_start(d.rec, d.event, on_segment, &d);
+	if (r < 0) {
+		notify_errno(-r);
+		goto out;
 	}
 	r = setup_notify(&d);
 	if (r < 0) {
@@ -386,5 +396,8 @@ out:
 	sd_event_unref(d.event);
 	config_done(&d.cfg);
 	config_done(&d.old_cfg);
+	/* what only the kernel could tell about the config is still a config error */
+	if (r == -EINVAL)
+		return CONFIG_EXIT_INVALID;
 	return r < 0 ? 1 : 0;
 }

@@ -814,25 +814,20 @@ int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata)
 	return generations_reset(rec->gens, done, userdata);
 }
 
-int recorder_reload(struct recorder *rec, const struct config *newc, char **ret_restart)
+int recorder_reload(struct recorder *rec, const struct config *c)
 {
-	struct rotation_policy p = policy_of(newc);
-	char *keys = NULL;
+	struct rotation_policy p = policy_of(c);
 
-	if (config_needs_restart(rec->cfg, newc, &keys)) {
-		if (ret_restart)
-			*ret_restart = keys;
-		else
-			free(keys);
-	} else {
-		free(keys);
-		if (ret_restart)
-			*ret_restart = NULL;
+	rec->cfg = c;
+	archive_set_policy(rec->archive, &p, c->sync, c->compression_level);
+	if (rec->gens)
+		generations_set_config(rec->gens, c);
+	if (rec->flush_timer)
+		(void)sd_event_source_set_time_relative(rec->flush_timer, c->snapshot_interval_usec);
+	if (rec->archive) {
+		arm_age_timer(rec);
+		archive_enforce_retention(rec->archive);
 	}
-	rec->cfg = newc;
-	archive_set_policy(rec->archive, &p, newc->sync, newc->compression_level);
-	arm_age_timer(rec);
-	archive_enforce_retention(rec->archive);
 	return 0;
 }
 

@@ -94,11 +94,12 @@ int recorder_rotate(struct recorder *rec, recorder_done_fn done, void *userdata)
 int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata);
 
 /*
- * Apply a new valid config. Keys that need a tracing restart are not
- * applied; *ret_restart (may be NULL) lists them (caller frees; NULL if
- * none). The recorder borrows newc from then on. Returns 0 or -errno.
+ * Apply a new valid config: rotation, retention, compression, snapshot and
+ * reset policy take effect now. Keys that need a restart must hold the
+ * running values (config_keep_running()). The recorder borrows c from
+ * then on. Returns 0 or -errno.
  */
-int recorder_reload(struct recorder *rec, const struct config *newc, char **ret_restart);
+int recorder_reload(struct recorder *rec, const struct config *c);
 
 /* Current figures. Free ret->segment_path. */
 void recorder_get_status(struct recorder *rec, struct recorder_status *ret);
