@@ -333,12 +333,14 @@ int archive_append_frame(struct archive *a, const struct archive_frame *f)
 			goto out;
 	}
 	atomic_fetch_add(&a->frames, 1);
-	due = a->policy.segment_size && segment_writer_size(s->writer) >= a->policy.segment_size;
+	/* under the lock: a request always belongs to the segment that is current */
+	due = a->policy.segment_size && segment_writer_size(s->writer) >= a->policy.segment_size &&
+	      !atomic_exchange(&a->rotate_requested, true);
 out:
 	pthread_mutex_unlock(&a->lock);
 	if (r < 0)
 		atomic_fetch_add(&a->write_errors, 1);
-	if (due && !atomic_exchange(&a->rotate_requested, true)) {
+	if (due) {
 		uint64_t one = 1;
 
 		(void)!write(a->rotate_fd, &one, sizeof(one));
@@ -444,6 +446,12 @@ int archive_rotate(struct archive *a, bool final, char **ret_path)
 	pthread_mutex_lock(&a->lock);
 	old = a->cur;
 	a->cur = next;
+	/*
+	 * Frames appended while the next segment was being opened asked again
+	 * for the rotation that this is: without this, an empty segment would
+	 * follow.
+	 */
+	atomic_store(&a->rotate_requested, false);
 	pthread_mutex_unlock(&a->lock);
 	if (!old)
 		return -ESHUTDOWN;
@@ -461,6 +469,7 @@ int archive_close(struct archive *a, char **ret_path)
 	pthread_mutex_lock(&a->lock);
 	old = a->cur;
 	a->cur = NULL;
+	atomic_store(&a->rotate_requested, false);
 	pthread_mutex_unlock(&a->lock);
 	if (!old)
 		return -ESHUTDOWN;
