@@ -1235,7 +1235,7 @@ int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind, u
 			      uint64_t end_ts, struct segment_generation *ret_gen)
 {
 	struct sm_gen *cur = gen_cur(sm), *g;
-	uint64_t begin_raw;
+	uint64_t begin_raw, guard;
 	bool external;
 	int flags = 0, r;
 
@@ -1262,12 +1262,18 @@ int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind, u
 	if (r < 0)
 		return r;
 	cur = &sm->gens[sm->nr_gens - 2];
+	/*
+	 * Strict: tracing was off from before the reset until after it, and
+	 * the readers were drained in between, so no event near the markers
+	 * can carry an id of the other map: the markers bound it exactly.
+	 */
+	guard = kind == SEGMENT_GEN_RESET_STRICT ? 0 : sm->guard;
 	g->g = (struct segment_generation){
 		.generation = cur->g.generation + 1,
 		.prev_generation = cur->g.generation,
 		.kind = kind,
-		.window_begin = sat_sub(begin_raw, sm->guard),
-		.window_end = sat_add(end_ts, sm->guard),
+		.window_begin = sat_sub(begin_raw, guard),
+		.window_end = sat_add(end_ts, guard),
 	};
 	g->begin_marker_ts = end_ts;
 	g->start_usec = now_usec(CLOCK_MONOTONIC);

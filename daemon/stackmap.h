@@ -174,7 +174,8 @@ int stackmap_write_reset(struct stackmap *sm);
  * begin_ts / end_ts: raw trace-clock timestamps of the marker written
  * before the reset ("gen G end", written before tracing_on=0 in strict
  * mode) and of the one written after it ("gen G+1 begin", after
- * tracing_on=1); the module widens them by the configured guard. For
+ * tracing_on=1); the module widens them by the configured guard, except
+ * for STRICT (tracing was off in between: the markers are exact). For
  * EXTERNAL, begin_ts 0 means "from the marker of the last snapshot that
  * still matched the old generation", which the module knows. A pending
  * external reset turns any kind into EXTERNAL with that wider window.
