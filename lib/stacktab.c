@@ -397,17 +397,6 @@ int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segme
 		r = cpu_state(t, cpu, &c);
 		if (r < 0)
 			return r;
-	} else {
-		/*
-		 * The same window twice (written when the generation began and
-		 * again with the segment's tables) is one window, not two
-		 * overlapping ones.
-		 */
-		for (size_t i = 0; i < t->nr_windows; i++)
-			if (t->windows[i].generation == g->generation &&
-			    t->windows[i].window_begin == g->window_begin &&
-			    t->windows[i].window_end == g->window_end)
-				return 0;
 	}
 	r = append(&t->gens, &t->nr_gens, sizeof(rec), &rec);
 	if (r < 0)
