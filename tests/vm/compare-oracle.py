@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Compare the stacks of a stackmapd archive with an oracle recording.
+
+The oracle is a second recording of the same events with full stacks (a
+secondary tracefs instance, where the kernel never uses the stack map). Per
+CPU both see the same hits in the same order (STACKMAP-ABI.md), with the
+oracle's timestamps a little later, so every event of the archive is matched
+to the oracle's event with the same name and fields, in order, at a nearby
+timestamp. The stacks of matched events are compared by function names.
+
+  compare-oracle.py --archive REPORT --oracle REPORT --kallsyms FILE
+                    [--ids IDS --map STACK_MAP] [--label NAME]
+                    [--max-unresolved FRACTION] [--min-events N]
+
+REPORT: `stackmapctl report` output. IDS: smdump-ids output for the same
+segments as --archive (the raw stack reference of every stack entry, in
+report order); with STACK_MAP (one `cat stack_map` at the end of the run)
+it gives the naive figure: every stack_id resolved with that one dump,
+ignoring generations, which is what a resolver without generations does.
+
+Prints one line of figures. Exit status: 0 when no matched event has a
+wrong stack, the unresolved fraction is below --max-unresolved (default
+0.001) and at least --min-events events matched; 1 otherwise; 2 on usage
+errors or unreadable input.
+"""
+import argparse
+import bisect
+import re
+import sys
+from collections import defaultdict
+
+EVENT = re.compile(r'^(.*)-(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d+):\s+(\S+):\s?(.*)$')
+TRAMPOLINE = 0x7FFFFFFF
+# The two probes of one hit run microseconds apart (either may run first);
+# allow for an interrupt in between, but not for a loop of the load that
+# repeats the very same allocations a few milliseconds later.
+MAX_SKEW_NS = 500_000
+SYNC = 8
+
+
+class Symbols:
+    def __init__(self, path):
+        syms = []
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 3 and p[1] in 'tTwW':
+                    syms.append((int(p[0], 16), p[2]))
+        syms.sort()
+        self.addrs = [a for a, _ in syms]
+        self.names = [n for _, n in syms]
+
+    def name(self, addr):
+        if addr == TRAMPOLINE:
+            return '[FTRACE TRAMPOLINE]'
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        return self.names[i] if i >= 0 else hex(addr)
+
+
+def frame_name(text, syms):
+    """One '=> ...' line of a report as a function name."""
+    text = text.strip()
+    if text.startswith('<'):
+        return None
+    if text == '[FTRACE TRAMPOLINE]':
+        return text
+    m = re.match(r'^([0-9a-fA-F]+)$', text)
+    if m:
+        return syms.name(int(m.group(1), 16))
+    m = re.match(r'^(\S+) \(([0-9a-fA-F]+)\)$', text)
+    if m:
+        return m.group(1)
+    # symbolized text (text-only kernels): sym+0xoff/0xlen
+    return re.sub(r'\+0x[0-9a-f]+/0x[0-9a-f]+$', '', text)
+
+
+class Event:
+    __slots__ = ('cpu', 'ts', 'key', 'stack', 'unresolved', 'stack_kind', 'stack_ts')
+
+    def __init__(self, cpu, ts, key):
+        self.cpu = cpu
+        self.ts = ts
+        self.key = key
+        self.stack = None        # list of function names
+        self.unresolved = None   # reason, when the stack did not resolve
+        self.stack_kind = None   # 'stack_id' or 'kernel_stack'
+        self.stack_ts = None
+
+
+def parse_report(path, syms):
+    """Per CPU, the events in order, each with the stack that followed it."""
+    per_cpu = defaultdict(list)
+    last = {}
+    stacks = []              # (cpu, ts) of every stack entry, in report order
+    cur = None
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\n')
+            if line.startswith('=> '):
+                if cur is None:
+                    continue
+                name = frame_name(line[3:], syms)
+                if name is None:
+                    cur.unresolved = line[3:]
+                    cur.stack = None
+                elif cur.unresolved is None:
+                    cur.stack.append(name)
+                continue
+            if line.startswith('CPU:'):
+                continue
+            m = EVENT.match(line)
+            if not m:
+                cur = None
+                continue
+            cpu = int(m.group(3))
+            ts = int(m.group(4)) * 10**9 + int(m.group(5).ljust(9, '0')[:9])
+            name, info = m.group(6), m.group(7)
+            if name in ('stack_id', 'kernel_stack'):
+                owner = last.get(cpu)
+                stacks.append((cpu, ts))
+                if owner is None or owner.stack_kind is not None:
+                    cur = None   # a stack without its event (start of data, lost events)
+                    continue
+                owner.stack_kind = name
+                owner.stack = []
+                owner.stack_ts = ts
+                cur = owner
+                continue
+            ev = Event(cpu, ts, (m.group(1).strip(), m.group(2), name, info))
+            per_cpu[cpu].append(ev)
+            last[cpu] = ev
+            cur = None
+    return per_cpu, stacks
+
+
+def match_cpu(arch, orc):
+    """In-order matching of the events of one CPU in the archive and the oracle.
+
+    Both saw the same hits in the same order, but either may lack some
+    (lost events, the other recorder not running yet) and fields repeat (a
+    freed object is allocated again at the same address), so events are
+    matched in lockstep, and after a gap the sequences are synchronized again
+    where SYNC events in a row agree, nearest in time first.
+    """
+    index = defaultdict(list)
+    for i, e in enumerate(orc):
+        index[e.key].append(i)
+    orc_ts = [e.ts for e in orc]
+    pairs = []
+    j = -1
+    n = len(orc)
+    for i, a in enumerate(arch):
+        if j + 1 < n and orc[j + 1].key == a.key and abs(orc[j + 1].ts - a.ts) <= MAX_SKEW_NS:
+            j += 1
+            pairs.append((a, orc[j]))
+            continue
+        cand = index.get(a.key)
+        if not cand:
+            continue
+        start = max(j + 1, bisect.bisect_left(orc_ts, a.ts - MAX_SKEW_NS))
+        k = bisect.bisect_left(cand, start)
+        best = None
+        while k < len(cand) and orc[cand[k]].ts <= a.ts + MAX_SKEW_NS:
+            p = cand[k]
+            k += 1
+            m = min(SYNC, len(arch) - i, n - p)
+            if all(arch[i + x].key == orc[p + x].key for x in range(1, m)):
+                dt = abs(orc[p].ts - a.ts)
+                if best is None or dt < best[0]:
+                    best = (dt, p)
+        if best is not None:
+            j = best[1]
+            pairs.append((a, orc[j]))
+    return pairs
+
+
+def parse_map(path):
+    """A text stack_map dump: id -> function names."""
+    m = {}
+    cur = None
+    with open(path) as f:
+        for line in f:
+            h = re.match(r'^stack_id (\d+) \[ref \d+, depth \d+\]', line)
+            if h:
+                cur = m.setdefault(int(h.group(1)), [])
+                continue
+            fr = re.match(r'^\s+\[\d+\] (.*)$', line)
+            if fr and cur is not None:
+                cur.append(re.sub(r'\+0x[0-9a-f]+/0x[0-9a-f]+$', '', fr.group(1)))
+    return m
+
+
+def parse_stacks(path, syms):
+    """`stackmapctl stacks` output: kernel id -> frames of its newest generation."""
+    newest = {}
+    cur = None
+    with open(path) as f:
+        for line in f:
+            h = re.match(r'^generation (\d+) id (\d+) refs \d+ depth \d+', line)
+            if h:
+                gen, sid = int(h.group(1)), int(h.group(2))
+                cur = None
+                if gen > 0 and (sid not in newest or newest[sid][0] <= gen):
+                    cur = []
+                    newest[sid] = (gen, cur)
+                continue
+            fr = re.match(r'^\s+\[\d+\] (\S+)', line)
+            if fr and cur is not None:
+                t = fr.group(1)
+                cur.append(syms.name(int(t, 16)) if t.startswith('0x') else
+                           re.sub(r'\+0x[0-9a-f]+/0x[0-9a-f]+$', '', t))
+            elif not fr:
+                cur = None
+    return {k: v[1] for k, v in newest.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--archive', required=True)
+    ap.add_argument('--oracle', required=True)
+    ap.add_argument('--kallsyms', required=True)
+    ap.add_argument('--ids')
+    ap.add_argument('--map')
+    ap.add_argument('--stacks', help='stackmapctl stacks of the archive: ids missing from '
+                    'the map dump take their newest known stack')
+    ap.add_argument('--label', default='archive')
+    ap.add_argument('--max-unresolved', type=float, default=0.001)
+    ap.add_argument('--min-events', type=int, default=1000)
+    ap.add_argument('--show', type=int, default=5, help='print this many wrong stacks')
+    args = ap.parse_args()
+
+    try:
+        syms = Symbols(args.kallsyms)
+        arch, arch_stacks = parse_report(args.archive, syms)
+        orc, _ = parse_report(args.oracle, syms)
+    except OSError as e:
+        print('compare-oracle: %s' % e, file=sys.stderr)
+        return 2
+
+    naive_ids = None
+    if args.ids and args.map:
+        raw = []
+        with open(args.ids) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 4:
+                    raw.append((int(p[0]), int(p[1]) // 1000, p[2], int(p[3])))
+        if len(raw) != len(arch_stacks):
+            print('compare-oracle: %s has %d stack entries, the report %d' %
+                  (args.ids, len(raw), len(arch_stacks)), file=sys.stderr)
+            return 2
+        naive_ids = {}
+        for (cpu, ts), (rcpu, rts, kind, sid) in zip(arch_stacks, raw):
+            if cpu != rcpu or abs(ts // 1000 - rts) > 1:	# the report rounds to us
+                print('compare-oracle: stack entries out of step at cpu %d ts %d' % (cpu, ts),
+                      file=sys.stderr)
+                return 2
+            if kind == 'id':
+                naive_ids[(cpu, ts)] = sid
+        one_map = parse_map(args.map)
+        if args.stacks:
+            for sid, st in parse_stacks(args.stacks, syms).items():
+                one_map.setdefault(sid, st)
+
+    events = sum(len(v) for v in arch.values())
+    with_stack = matched = right = wrong = unresolved = no_stack = 0
+    ids = fallbacks = 0
+    naive_right = naive_wrong = naive_missing = 0
+    shown = 0
+    for cpu in sorted(arch):
+        for a, o in match_cpu(arch[cpu], orc.get(cpu, [])):
+            if o.stack is None:
+                continue            # the oracle has no stack for it: nothing to compare
+            matched += 1
+            if a.stack_kind is None:
+                no_stack += 1
+                continue
+            with_stack += 1
+            if a.stack_kind == 'stack_id':
+                ids += 1
+            else:
+                fallbacks += 1
+            if a.unresolved is not None:
+                unresolved += 1
+            elif a.stack == o.stack:
+                right += 1
+            else:
+                wrong += 1
+                if shown < args.show:
+                    shown += 1
+                    print('WRONG cpu %d %s-%s %s at %d.%06d (oracle %d.%06d):\n'
+                          '  archive: %s\n  oracle:  %s' %
+                          (cpu, a.key[0], a.key[1], a.key[2], a.ts // 10**9,
+                           a.ts % 10**9 // 1000, o.ts // 10**9, o.ts % 10**9 // 1000,
+                           ' '.join(a.stack), ' '.join(o.stack)))
+            if naive_ids is not None and a.stack_kind == 'stack_id':
+                sid = naive_ids.get((cpu, a.stack_ts))
+                st = one_map.get(sid) if sid is not None else None
+                if st is None:
+                    naive_missing += 1
+                elif st == o.stack:
+                    naive_right += 1
+                else:
+                    naive_wrong += 1
+
+    frac = unresolved / with_stack if with_stack else 1.0
+    print('%s: events %d matched %d with-stack %d (ids %d, full %d) right %d WRONG %d '
+          'unresolved %d (%.4f%%) no-stack %d' %
+          (args.label, events, matched, with_stack, ids, fallbacks, right, wrong, unresolved,
+           100.0 * frac, no_stack))
+    if naive_ids is not None:
+        print('%s: naive (one map for all ids, generations ignored): right %d WRONG %d '
+              'missing %d' %
+              (args.label, naive_right, naive_wrong, naive_missing))
+    ok = True
+    if wrong:
+        print('%s: FAIL: %d wrong stacks' % (args.label, wrong))
+        ok = False
+    if with_stack < args.min_events:
+        print('%s: FAIL: only %d events with stacks matched (want >= %d)' %
+              (args.label, with_stack, args.min_events))
+        ok = False
+    if args.max_unresolved == 0 and unresolved:
+        print('%s: FAIL: %d unresolved' % (args.label, unresolved))
+        ok = False
+    elif args.max_unresolved > 0 and frac >= args.max_unresolved:
+        print('%s: FAIL: unresolved %.4f%% (limit %.4f%%)' %
+              (args.label, 100 * frac, 100 * args.max_unresolved))
+        ok = False
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

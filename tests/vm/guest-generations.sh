@@ -1,0 +1,87 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Guest part of test-generations.sh, run by run-in-vm in the work directory
+# (which holds stackmapd and smload). An oracle stackmapd records the kmem
+# events with full stacks from a secondary instance for the whole run; the
+# stackmapd under test records the top-level instance with the stack map,
+# once per reset mode given as arguments, resetting the map every few
+# hundred milliseconds under load with bursts that fill its small buffer.
+#   guest-generations.sh SECONDS MODE...
+set -u
+W=$PWD
+T=/sys/kernel/tracing
+SECS=$1
+shift
+
+cp /proc/kallsyms "$W/kallsyms"
+
+write_conf() {	# write_conf NAME INSTANCE STACKMAP STACKTRACE BUFFER MODE
+	cat > "$W/$1.conf" <<CONF
+[trace]
+instance = $2
+events = kmem:kmem_cache_alloc kmem:kmalloc
+stacktrace = $4
+stackmap = $3
+buffer_size = $5
+[stackmap]
+snapshot_interval = 100ms
+reset_interval = 250ms
+reset_mode = $6
+reset_guard = ${RESET_GUARD:-1ms}
+[archive]
+directory = $W/arch-$1
+segment_age = 30s
+sync = no
+[control]
+socket = /run/smtest-$1.sock
+CONF
+}
+
+wait_recording() {	# wait_recording LOG PID
+	i=0
+	while ! grep -q '^<6>recording' "$1" 2>/dev/null; do
+		kill -0 "$2" 2>/dev/null || { echo "stackmapd exited early:"; cat "$1"; exit 1; }
+		i=$((i + 1))
+		[ $i -lt 300 ] || { echo "stackmapd did not start:"; cat "$1"; exit 1; }
+		sleep 0.1
+	done
+}
+
+write_conf oracle oracle off "kmem:kmem_cache_alloc kmem:kmalloc" 8M lossless
+"$W/stackmapd" -c "$W/oracle.conf" > "$W/oracle.log" 2>&1 &
+opid=$!
+wait_recording "$W/oracle.log" $opid
+
+for mode in "$@"; do
+	write_conf "$mode" "" on all 128K "$mode"
+	start=$(cat /proc/uptime)
+	"$W/stackmapd" -d -c "$W/$mode.conf" > "$W/$mode.log" 2>&1 &
+	pid=$!
+	wait_recording "$W/$mode.log" $pid
+	# steady load with bursts: more threads than CPUs for a moment fill
+	# the small buffer with ids of a generation that is being reset
+	# at least SECONDS, longer (up to 4 times) until MIN_RESETS resets were made
+	n=0
+	while [ $n -lt "$SECS" ] || { [ $n -lt $((4 * SECS)) ] &&
+		[ "$(grep -ac 'generation [0-9]* begins' "$W/$mode.log")" -lt "${MIN_RESETS:-0}" ]; }; do
+		"$W/smload" -q -j 2 -t 1.7 &
+		lpid=$!
+		sleep 1
+		"$W/smload" -q -j 6 -t 0.3
+		wait $lpid
+		n=$((n + 2))
+	done
+	echo "$mode: load for $n s, until uptime $(cut -d' ' -f1 /proc/uptime)," \
+		"$(grep -ac 'generation [0-9]* begins' "$W/$mode.log") resets"
+	sleep 0.5
+	kill -TERM $pid
+	wait $pid
+	echo "$mode: stackmapd exit status $? (started at uptime ${start%% *})"
+	cat "$T/stack_map" > "$W/$mode.stack_map"
+	cat "$T/stack_map_stat" > "$W/$mode.stack_map_stat" 2>/dev/null
+done
+
+sleep 0.5
+kill -TERM $opid
+wait $opid
+echo "oracle: stackmapd exit status $?"

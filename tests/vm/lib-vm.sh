@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Helpers for the tests that boot the stackmap kernel (tests/vm/test-*.sh),
+# sourced after tests/lib.sh. The test itself runs on the host; its guest
+# part runs through run-in-vm in a work directory shared with the guest
+# (the guest sees the host's files read-only, but not the host's /tmp, so
+# the binaries under test are copied into the work directory).
+
+: "${RUN_IN_VM:=}"
+if [ -z "$RUN_IN_VM" ]; then
+	if [ -x "$top_srcdir/../shared/kernel/run-in-vm" ]; then
+		RUN_IN_VM=$(cd "$top_srcdir/../shared/kernel" && pwd)/run-in-vm
+	else
+		RUN_IN_VM=$(command -v run-in-vm || true)
+	fi
+fi
+KERNEL_DIR=$(dirname "${RUN_IN_VM:-.}")
+
+need_vm() {
+	[ -n "$RUN_IN_VM" ] && [ -x "$RUN_IN_VM" ] || skip "run-in-vm not found (set RUN_IN_VM)"
+	command -v "${QEMU:-qemu-system-x86_64}" >/dev/null 2>&1 || skip "QEMU is not installed"
+	[ -x "$STACKMAPD" ] && [ -x "$STACKMAPCTL" ] && [ -x "$SMLOAD" ] ||
+		skip "$top_builddir is not built (stackmapd, stackmapctl, smload)"
+	need_cmd python3
+}
+
+# vm_workdir: a work directory under /tmp (removed at exit unless
+# KEEP_VM_WORKDIR=1) holding the binaries; prints its path.
+vm_workdir() {
+	local w
+	w=$(mktemp -d "/tmp/smvm-$TEST_NAME.XXXXXX")
+	[ "${KEEP_VM_WORKDIR:-}" = 1 ] || at_exit "rm -rf '$w'"
+	cp "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD" "$w/" || fail "cannot copy the binaries"
+	echo "$w"
+}
+
+# build_smdump DIR: build smdump-ids (tests/vm/smdump-ids.c) against the
+# build tree into DIR. Returns 1 if that is not possible.
+build_smdump() {
+	local cc=${CC:-cc} libs
+	libs=$(pkg-config --libs libtracefs libtraceevent libsystemd inih libzstd 2>/dev/null) || return 1
+	# shellcheck disable=SC2086
+	"$cc" -O1 -I"$top_srcdir/lib" -o "$1/smdump-ids" "$top_srcdir/tests/vm/smdump-ids.c" \
+		"$top_builddir/libstackmap.a" $libs -pthread 2>"$1/smdump-ids.build.log"
+}
+
+# vm_run WORKDIR [run-in-vm options...] -- COMMAND: run COMMAND in the guest
+# with WORKDIR shared and as the current directory; prints its output.
+vm_run() {
+	local w=$1
+	shift
+	"$RUN_IN_VM" --share "$w" --cwd "$w" --env "top_srcdir=$top_srcdir" "$@"
+}
+
+# now_s: seconds since the epoch with decimals, for run times.
+now_s() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
