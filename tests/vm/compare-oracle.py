@@ -37,6 +37,7 @@ TRAMPOLINE = 0x7FFFFFFF
 # repeats the very same allocations a few milliseconds later.
 MAX_SKEW_NS = 500_000
 SYNC = 8
+SKIP = 3
 
 
 class Symbols:
@@ -134,14 +135,28 @@ def parse_report(path, syms):
     return per_cpu, stacks
 
 
+def in_step(arch, i, orc, p, count):
+    """Do count events of arch from i follow orc from p, allowing a few extra in orc?"""
+    q = p
+    for x in range(1, count):
+        for s in range(1, SKIP + 2):
+            if q + s < len(orc) and orc[q + s].key == arch[i + x].key:
+                q += s
+                break
+        else:
+            return False
+    return True
+
+
 def match_cpu(arch, orc):
     """In-order matching of the events of one CPU in the archive and the oracle.
 
-    Both saw the same hits in the same order, but either may lack some
-    (lost events, the other recorder not running yet) and fields repeat (a
-    freed object is allocated again at the same address), so events are
-    matched in lockstep, and after a gap the sequences are synchronized again
-    where SYNC events in a row agree, nearest in time first.
+    Both saw the same hits in the same order, but either may lack some (lost
+    events, the other recorder not running yet, a probe being registered)
+    and fields repeat (a freed object is allocated again at the same
+    address), so events are matched in step, skipping a few extra oracle
+    events, and after a gap the streams are synchronized again where SYNC
+    events in a row follow each other, nearest in time first.
     """
     index = defaultdict(list)
     for i, e in enumerate(orc):
@@ -151,27 +166,30 @@ def match_cpu(arch, orc):
     j = -1
     n = len(orc)
     for i, a in enumerate(arch):
-        if j + 1 < n and orc[j + 1].key == a.key and abs(orc[j + 1].ts - a.ts) <= MAX_SKEW_NS:
-            j += 1
-            pairs.append((a, orc[j]))
-            continue
-        cand = index.get(a.key)
-        if not cand:
-            continue
-        start = max(j + 1, bisect.bisect_left(orc_ts, a.ts - MAX_SKEW_NS))
-        k = bisect.bisect_left(cand, start)
-        best = None
-        while k < len(cand) and orc[cand[k]].ts <= a.ts + MAX_SKEW_NS:
-            p = cand[k]
-            k += 1
-            m = min(SYNC, len(arch) - i, n - p)
-            if all(arch[i + x].key == orc[p + x].key for x in range(1, m)):
-                dt = abs(orc[p].ts - a.ts)
-                if best is None or dt < best[0]:
-                    best = (dt, p)
-        if best is not None:
-            j = best[1]
-            pairs.append((a, orc[j]))
+        for s in range(1, SKIP + 2):
+            o = orc[j + s] if j + s < n else None
+            if o is not None and o.key == a.key and abs(o.ts - a.ts) <= MAX_SKEW_NS and \
+               (s == 1 or in_step(arch, i, orc, j + s, min(SYNC, len(arch) - i))):
+                j += s
+                pairs.append((a, o))
+                break
+        else:
+            cand = index.get(a.key)
+            if not cand:
+                continue
+            start = max(j + 1, bisect.bisect_left(orc_ts, a.ts - MAX_SKEW_NS))
+            k = bisect.bisect_left(cand, start)
+            best = None
+            while k < len(cand) and orc[cand[k]].ts <= a.ts + MAX_SKEW_NS:
+                p = cand[k]
+                k += 1
+                if in_step(arch, i, orc, p, min(SYNC, len(arch) - i)):
+                    dt = abs(orc[p].ts - a.ts)
+                    if best is None or dt < best[0]:
+                        best = (dt, p)
+            if best is not None:
+                j = best[1]
+                pairs.append((a, orc[j]))
     return pairs
 
 
@@ -268,8 +286,14 @@ def main():
     ids = fallbacks = 0
     naive_right = naive_wrong = naive_missing = 0
     shown = 0
+    missed = 0
     for cpu in sorted(arch):
-        for a, o in match_cpu(arch[cpu], orc.get(cpu, [])):
+        pairs = match_cpu(arch[cpu], orc.get(cpu, []))
+        if arch[cpu]:
+            # oracle events in the archive's time span that it does not have
+            lo, hi = arch[cpu][0].ts, arch[cpu][-1].ts
+            missed += sum(1 for o in orc.get(cpu, []) if lo <= o.ts <= hi) - len(pairs)
+        for a, o in pairs:
             if o.stack is None:
                 continue            # the oracle has no stack for it: nothing to compare
             matched += 1
@@ -306,9 +330,9 @@ def main():
 
     frac = unresolved / with_stack if with_stack else 1.0
     print('%s: events %d matched %d with-stack %d (ids %d, full %d) right %d WRONG %d '
-          'unresolved %d (%.4f%%) no-stack %d' %
+          'unresolved %d (%.4f%%) no-stack %d; not recorded (oracle only) %d' %
           (args.label, events, matched, with_stack, ids, fallbacks, right, wrong, unresolved,
-           100.0 * frac, no_stack))
+           100.0 * frac, no_stack, missed))
     if naive_ids is not None:
         print('%s: naive (one map for all ids, generations ignored): right %d WRONG %d '
               'missing %d' %
