@@ -431,6 +431,60 @@ static int parse_clock(struct parse_state *s, const struct key *k, const char *v
 	return replace_string(&FIELD(char *), v);
 }
 
+/*
+ * "SYSTEM:EVENT" or "SYSTEM:EVENT if FILTER": the event must exist in this
+ * kernel and the filter parse against its format (when tracing_dir is
+ * known); "" for none.
+ */
+static int parse_trigger(struct parse_state *s, const struct key *k, const char *v, void *field,
+			 char **m)
+{
+	_cleanup_free_ char *system = NULL, *event = NULL;
+	const char *colon = strchr(v, ':'), *end, *filter = NULL;
+
+	if (!*v)
+		return replace_string(&FIELD(char *), NULL);
+	end = v + strcspn(v, " \t");
+	if (*end) {
+		filter = end + strspn(end, " \t");
+		if (!startswith(filter, "if ") && !startswith(filter, "if\t"))
+			return strprintf(m, "'%s': expected 'system:event' or 'system:event if "
+					 "FILTER'", v) ?: -EINVAL;
+		filter += 3;
+		filter += strspn(filter, " \t");
+		if (!*filter)
+			return strprintf(m, "'%s': empty filter after 'if'", v) ?: -EINVAL;
+	}
+	if (!colon || colon == v || colon + 1 >= end || !valid_name(v, (size_t)(colon - v), "") ||
+	    !valid_name(colon + 1, (size_t)(end - colon - 1), ""))
+		return strprintf(m, "'%.*s' is not system:event (e.g. oom:mark_victim)", (int)(end - v),
+				 v) ?: -EINVAL;
+	system = strndup(v, (size_t)(colon - v));
+	event = strndup(colon + 1, (size_t)(end - colon - 1));
+	if (!system || !event)
+		return -ENOMEM;
+	if (s->tracing_dir) {
+		_cleanup_free_ char *dir = NULL, *err = NULL;
+		struct stat st;
+		int r;
+
+		if (strprintf(&dir, "%s/events/%s/%s", s->tracing_dir, system, event) < 0)
+			return -ENOMEM;
+		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			return strprintf(m, "event '%s:%s' does not exist (no %s)", system, event,
+					 dir) ?: -EINVAL;
+		if (filter) {
+			r = config_check_filter(s->tracing_dir, system, event, filter, &err);
+			if (r == -ENOMEM)
+				return r;
+			if (r < 0)
+				return strprintf(m, "filter '%s': %s", filter,
+						 err ? err : strerror(-r)) ?: -EINVAL;
+		}
+	}
+	return replace_string(&FIELD(char *), v);
+}
+
 static int parse_enum(struct parse_state *s, const struct key *k, const char *v, void *field,
 		      char **m)
 {
@@ -641,6 +695,8 @@ static const struct key keys[] = {
 	KEY("trace", "keep_tracing", parse_boolean, FIELD_BOOL, CFG_FIELD(keep_tracing)),
 	KEY("trace", "mode", parse_enum, FIELD_ENUM, CFG_FIELD(record_mode),
 	    .choices = record_mode_names, .restart = true),
+	KEY("trace", "flight_trigger", parse_trigger, FIELD_STRING, CFG_FIELD(flight_trigger),
+	    .restart = true),
 
 	KEY("stackmap", "snapshot_interval", parse_dur, FIELD_U64,
 	    CFG_FIELD(snapshot_interval_usec), RANGE(100 * MSEC, DAY)),
@@ -1184,6 +1240,7 @@ void config_done(struct config *c)
 	free(c->instance);
 	events_free(c->events, c->nr_events);
 	free(c->clock);
+	free(c->flight_trigger);
 	free(c->directory);
 	free(c->hook);
 	strv_free(c->hook_argv);
@@ -1278,6 +1335,9 @@ int config_check(const struct config *c, char **ret_error)
 	if (c->stackmap == CONFIG_STACKMAP_ON && c->instance && c->instance[0])
 		return check_fail(ret_error, "%s: stackmap = on needs the top-level instance "
 				  "(stackmap is not available in named instances)", path);
+	if (c->flight_trigger && c->record_mode != CONFIG_RECORD_FLIGHT)
+		return check_fail(ret_error, "%s: trace.flight_trigger needs trace.mode = flight "
+				  "(in stream mode everything is written anyway)", path);
 	if (c->max_size && c->segment_size && c->max_size / 2 < c->segment_size)
 		return check_fail(ret_error, "%s: archive.max_size = %s must be at least twice "
 				  "archive.segment_size = %s (retention keeps the segment being "

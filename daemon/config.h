@@ -52,6 +52,7 @@ struct config {
 	enum config_stackmap stackmap;
 	bool keep_tracing;		/* leave tracing running on exit */
 	enum config_record_mode record_mode;
+	char *flight_trigger;		/* "system:event" whose hit saves the flight buffer; NULL = none */
 
 	/* [stackmap] */
 	uint64_t snapshot_interval_usec;

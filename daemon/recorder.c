@@ -18,7 +18,11 @@
 #include "util.h"
 
 #define STACK_REF_EVENT_ID 65000
+#define TRIGGER_POLL_USEC (250 * USEC_PER_MSEC)
 #define DEDUP_MAX_STACKS (1u << 20)
+
+static int on_trigger_timer(sd_event_source *s, uint64_t usec, void *userdata);
+static void flight_trigger_save(struct recorder *rec);
 
 static bool flight(const struct recorder *rec)
 {
@@ -167,13 +171,22 @@ static int write_cpu_stats(struct recorder *rec, struct archive_segment *seg)
 		int cpu = cpu_reader_cpu(rec->readers[i]);
 		struct tracing_cpu_stats now = { 0 }, *base = &rec->kstats_base[cpu];
 		struct cpu_reader_stats rs;
-		uint64_t kernel_lost;
+		uint64_t kernel_lost, overrun, on_pages;
 
 		if (tracing_cpu_stats(rec->tracing, cpu, &now) < 0)
 			continue;
 		cpu_reader_get_stats(rec->readers[i], &rs);
-		kernel_lost = (now.dropped - MIN(now.dropped, base->dropped)) +
-			      (now.overrun - MIN(now.overrun, base->overrun));
+		/*
+		 * Dropped events (buffer full, no overwrite) appear on no page.
+		 * Overwritten ones (overwrite: the flight recorder) are counted
+		 * in the header of the next page read, already in the index:
+		 * only what the pages did not count is added.
+		 */
+		kernel_lost = now.dropped - MIN(now.dropped, base->dropped);
+		overrun = now.overrun - MIN(now.overrun, base->overrun);
+		on_pages = (unsigned)cpu < seg->nr_cpus ? seg->cpus[cpu].lost_events : 0;
+		if (overrun > on_pages)
+			kernel_lost += overrun - on_pages;
 		if ((unsigned)cpu < seg->nr_cpus)
 			seg->cpus[cpu].lost_events += kernel_lost;
 		buf_reset(&s);
@@ -590,7 +603,14 @@ static int add_sources(struct recorder *rec)
 				       rec->cfg->snapshot_interval_usec, 0, on_flush_timer, rec);
 	if (r < 0)
 		return r;
-	return sd_event_source_set_enabled(rec->flush_timer, SD_EVENT_ON);
+	r = sd_event_source_set_enabled(rec->flush_timer, SD_EVENT_ON);
+	if (r < 0 || !flight(rec) || !rec->cfg->flight_trigger)
+		return r;
+	r = sd_event_add_time_relative(rec->event, &rec->trigger_timer, CLOCK_MONOTONIC,
+				       TRIGGER_POLL_USEC, 0, on_trigger_timer, rec);
+	if (r < 0)
+		return r;
+	return sd_event_source_set_enabled(rec->trigger_timer, SD_EVENT_ON);
 }
 
 /* Close the readers and put tracing back as it was. */
@@ -732,6 +752,9 @@ void recorder_stop(struct recorder *rec)
 	if (rec->state != RECORDER_RECORDING && rec->state != RECORDER_STARTING)
 		return;
 	rec->state = RECORDER_STOPPING;
+	/* a trigger that fired since the last poll is saved too (before tracing_on means "stopped by us") */
+	if (flight(rec) && tracing_flight_triggered(rec->tracing))
+		flight_trigger_save(rec);
 	/*
 	 * Stop the producers first, or the final flush races new events and
 	 * leaves a tail in the buffer; with keep_tracing, the next start drains it.
@@ -768,15 +791,12 @@ static void finish_after_flush(struct recorder *rec, struct flush_op *op)
 		op->done(op->userdata, r, path);
 }
 
-/* Flight recorder: save what the buffer holds now into one segment. */
-static int flight_capture(struct recorder *rec, recorder_done_fn done, void *userdata)
+/* Flight recorder: drain the buffer into the open segment and finish it. */
+static int flight_save(struct recorder *rec, recorder_done_fn done, void *userdata)
 {
 	_cleanup_free_ char *path = NULL;
 	int r;
 
-	r = archive_start(rec->archive);
-	if (r < 0)
-		return r;
 	for (unsigned i = 0; i < rec->nr_readers; i++) {
 		r = cpu_reader_drain(rec->readers[i]);
 		if (r < 0)
@@ -786,7 +806,52 @@ static int flight_capture(struct recorder *rec, recorder_done_fn done, void *use
 	r = archive_close(rec->archive, &path);
 	if (done)
 		done(userdata, r, path);
+	return r;
+}
+
+/* Flight recorder: save what the buffer holds now into one segment. */
+static int flight_capture(struct recorder *rec, recorder_done_fn done, void *userdata)
+{
+	int r;
+
+	r = archive_start(rec->archive);
+	if (r < 0)
+		return r;
+	(void)flight_save(rec, done, userdata);
 	return 0;
+}
+
+/* The trigger event stopped the buffer: save it, as a snapshot would. */
+static void flight_trigger_save(struct recorder *rec)
+{
+	_cleanup_free_ char *note = NULL;
+	int r;
+
+	log_info("flight trigger '%s' fired, saving the buffer", rec->cfg->flight_trigger);
+	r = archive_start(rec->archive);
+	if (r >= 0 && strprintf(&note, "saved by the flight trigger %s",
+				rec->cfg->flight_trigger) == 0)
+		(void)archive_append_record(rec->archive, SEGMENT_REC_NOTE, SEGMENT_NO_CPU, note,
+					    strlen(note));
+	if (r >= 0)
+		r = flight_save(rec, NULL, NULL);
+	if (r < 0)
+		log_errno(LOG_ERR, r, "cannot save the flight buffer, continuing");
+}
+
+static int on_trigger_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct recorder *rec = userdata;
+	int r;
+
+	if (rec->state == RECORDER_RECORDING && tracing_flight_triggered(rec->tracing)) {
+		flight_trigger_save(rec);
+		/* arm it again */
+		r = tracing_set_on(rec->tracing, true);
+		if (r < 0)
+			log_errno(LOG_ERR, r, "cannot restart tracing after the flight trigger");
+	}
+	return sd_event_source_set_time_relative(s, TRIGGER_POLL_USEC);
 }
 
 int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdata)
@@ -860,7 +925,8 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 		c->pages = rs.pages;
 		c->raw_bytes = rs.raw_bytes;
 		c->stored_bytes = rs.stored_bytes;
-		c->lost_events = rs.lost_events + ks.dropped + ks.overrun;
+		/* overwritten events are counted by the kernel and on the pages read after them */
+		c->lost_events = MAX(rs.lost_events, ks.overrun) + ks.dropped;
 		if (dt >= 1.0) {
 			c->events_per_s = (double)(rs.events - rec->rate_events[i]) / dt;
 			rec->rate_events[i] = rs.events;
@@ -926,6 +992,7 @@ struct recorder *recorder_free(struct recorder *rec)
 	sd_event_source_disable_unref(rec->rotate_src);
 	sd_event_source_disable_unref(rec->age_timer);
 	sd_event_source_disable_unref(rec->flush_timer);
+	sd_event_source_disable_unref(rec->trigger_timer);
 	sd_event_unref(rec->event);
 	generations_free(rec->gens);
 	archive_free(rec->archive);

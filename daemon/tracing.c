@@ -897,6 +897,51 @@ static int setup_event(struct tracing *t, const struct config_event *ev, bool tr
 	return setup_enable(t, ev);
 }
 
+/*
+ * Flight recorder trigger: the kernel's traceoff trigger stops the buffer
+ * at the moment the event fires, so what led up to it stays in the buffer
+ * until the daemon saves it (tracing_flight_triggered()).
+ */
+static int setup_flight_trigger(struct tracing *t)
+{
+	const char *spec = t->config->flight_trigger, *colon, *end;
+	_cleanup_free_ char *cur = NULL, *cmd = NULL;
+	char path[PATH_MAX];
+	int r;
+
+	if (!spec)
+		return 0;
+	colon = strchr(spec, ':');
+	end = spec + strcspn(spec, " \t");
+	if (!colon || colon > end)
+		return -EINVAL;
+	r = pathf(path, "%s/events/%.*s/%.*s/trigger", t->instance_dir, (int)(colon - spec), spec,
+		  (int)(end - colon - 1), colon + 1);
+	if (r < 0)
+		return r;
+	r = read_file(path, &cur, NULL);
+	if (r < 0)
+		return r;
+	if (strstr(cur, "\ntraceoff") || startswith(cur, "traceoff"))
+		return 0;
+	/* "traceoff" or "traceoff if FILTER": the condition after the event name */
+	r = strprintf(&cmd, "traceoff%s", end);
+	if (r < 0)
+		return r;
+	return change(t, path, cmd, "!traceoff", false);
+}
+
+bool tracing_flight_triggered(struct tracing *t)
+{
+	_cleanup_free_ char *on = NULL;
+	char path[PATH_MAX];
+
+	if (!t->config->flight_trigger || pathf(path, "%s/tracing_on", t->instance_dir) < 0 ||
+	    read_value(path, &on) < 0)
+		return false;
+	return streq(on, "0");
+}
+
 int tracing_setup_events(struct tracing *t)
 {
 	const struct config *c = t->config;
@@ -915,6 +960,9 @@ int tracing_setup_events(struct tracing *t)
 		if (r < 0)
 			goto fail;
 	}
+	r = setup_flight_trigger(t);
+	if (r < 0)
+		goto fail;
 	r = pathf(path, "%s/tracing_on", t->instance_dir);
 	if (r < 0)
 		goto fail;

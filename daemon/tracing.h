@@ -136,6 +136,12 @@ int tracing_exclude_pids(struct tracing *t, const int *pids, size_t n);
 /* Write text to the instance's trace_marker. Returns 0 or -errno. */
 int tracing_write_marker(struct tracing *t, const char *text);
 
+/*
+ * With a flight trigger configured: true when the trigger event fired and
+ * stopped the buffer (tracing_on reads 0).
+ */
+bool tracing_flight_triggered(struct tracing *t);
+
 /* Set tracing_on of the instance. Returns 0 or -errno. */
 int tracing_set_on(struct tracing *t, bool on);
 

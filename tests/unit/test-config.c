@@ -649,6 +649,14 @@ static const struct bad bad_configs[] = {
 	  NAME ":2: archive.sync: 'maybe'", NULL },
 	{ "[archive]\nsegment_size 64M\nsync = maybe\n", false, NAME ":2: 'segment_size 64M'",
 	  NULL },
+	{ "[trace]\nmode = flight\nflight_trigger = oom\n", false,
+	  NAME ":3: trace.flight_trigger: 'oom' is not system:event", NULL },
+	{ "[trace]\nmode = flight\nflight_trigger = sched:sched_nope\n", true,
+	  NAME ":3: trace.flight_trigger: event 'sched:sched_nope' does not exist", NULL },
+	{ "[trace]\nmode = flight\nflight_trigger = sched:sched_switch when x\n", false,
+	  NAME ":3: trace.flight_trigger: 'sched:sched_switch when x': expected", NULL },
+	{ "[trace]\nmode = flight\nflight_trigger = sched:sched_switch if nofield == 1\n", true,
+	  NAME ":3: trace.flight_trigger: filter 'nofield == 1':", NULL },
 	/* rules across keys (config_check) */
 	{ "[archive]\nsegment_size = 64M\nmax_size = 100M\n", false,
 	  NAME ": archive.max_size = 100M must be at least twice archive.segment_size = 64M",
@@ -656,6 +664,8 @@ static const struct bad bad_configs[] = {
 	{ "[trace]\ninstance = named\nstackmap = on\n", false,
 	  NAME ": stackmap = on needs the top-level instance (stackmap is not available in named "
 	  "instances)", NULL },
+	{ "[trace]\nflight_trigger = sched:sched_switch\n", false,
+	  NAME ": trace.flight_trigger needs trace.mode = flight", NULL },
 	{ "[archive]\nsegment_size = 0\nsegment_age = 0\n", false,
 	  NAME ": archive.max_size and archive.max_segments delete finished segments", NULL },
 };
