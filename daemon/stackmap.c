@@ -741,7 +741,7 @@ static int read_option(const struct stackmap *sm)
  * missing, the text export is read. A binary export this parser does not
  * understand (a later version of the interface) is given up for good.
  */
-static int take_snapshot(struct stackmap *sm)
+static int take_snapshot_ex(struct stackmap *sm, bool counters)
 {
 	int r = -ENOENT;
 
@@ -766,7 +766,8 @@ static int take_snapshot(struct stackmap *sm)
 			goto fail;
 		sm->counters.text_snapshots++;
 	}
-	read_stat(sm);
+	if (counters)
+		read_stat(sm);
 	sm->last_snap_ids = sm->snap.n;
 	if (!sm->stat.valid)
 		sm->counters.entries = sm->snap.n;
@@ -775,6 +776,11 @@ static int take_snapshot(struct stackmap *sm)
 fail:
 	sm->counters.snapshot_errors++;
 	return r;
+}
+
+static int take_snapshot(struct stackmap *sm)
+{
+	return take_snapshot_ex(sm, true);
 }
 
 /* ---- generations ---- */
@@ -892,23 +898,23 @@ static int keep_pending(struct stackmap *sm)
  * once before it counts: the binary export is best effort under
  * concurrent inserts.
  */
-static int snapshot_and_merge(struct stackmap *sm, uint64_t seq)
+static int snapshot_and_merge(struct stackmap *sm, uint64_t seq, bool counters)
 {
 	struct sm_gen *cur = gen_cur(sm);
 	int flags = 0, r;
 	bool ok;
 
-	r = take_snapshot(sm);
+	r = take_snapshot_ex(sm, counters);
 	if (r < 0)
 		return r;
 	ok = snapshot_consistent(sm);
 	if (!ok && !sm->snap.text) {
-		r = take_snapshot(sm);
+		r = take_snapshot_ex(sm, counters);
 		if (r < 0)
 			return r;
 		ok = snapshot_consistent(sm);
 	}
-	if (check_option(sm, &flags) > 0)
+	if (counters && check_option(sm, &flags) > 0)
 		ok = false;
 	if (!ok) {
 		r = keep_pending(sm);
@@ -1148,7 +1154,7 @@ int stackmap_snapshot(struct stackmap *sm, uint64_t seq)
 		return -EPERM;
 	if (sm->state != SM_RUNNING)
 		return -EBUSY;
-	r = snapshot_and_merge(sm, seq);
+	r = snapshot_and_merge(sm, seq, true);
 	if (r > 0 && (r & STACKMAP_SNAP_EXTERNAL))
 		sm->state = SM_EXTERNAL;
 	return r;
@@ -1187,7 +1193,7 @@ int stackmap_snapshot_final(struct stackmap *sm)
 		return STACKMAP_SNAP_EXTERNAL;
 	if (sm->state != SM_RUNNING && sm->state != SM_FINAL)
 		return sm->state == SM_IDLE ? -EPERM : -EBUSY;
-	r = snapshot_and_merge(sm, 0);
+	r = snapshot_and_merge(sm, 0, true);
 	if (r < 0)
 		return r;
 	sm->state = SM_FINAL;
@@ -1200,6 +1206,15 @@ int stackmap_write_reset(struct stackmap *sm)
 
 	if (sm->state != SM_FINAL)
 		return -EPERM;
+	/*
+	 * One more look at the map right before it is cleared: ids assigned
+	 * since the final snapshot (events between the recorder's marker and
+	 * the kernel's claim of the map) are then known in this generation
+	 * and resolve inside the reset window. Only the map is read, to keep
+	 * that gap short; a failure leaves the final snapshot in force.
+	 */
+	if (!sm->pending_external)
+		(void)snapshot_and_merge(sm, 0, false);
 	if (sm->pending_external) {
 		/* Somebody else already reset the map since the last good snapshot. */
 		sm->state = SM_RESET;

@@ -157,10 +157,11 @@ const char *stackmap_reset_reason_to_string(enum stackmap_reset_reason reason);
 int stackmap_snapshot_final(struct stackmap *sm);
 
 /*
- * Reset, step 2: write "0" to stack_map (retrying for a while if another
+ * Reset, step 2: read the map once more (ids assigned since the final
+ * snapshot), then write "0" to stack_map (retrying for a while if another
  * reset is running), timing it. Returns 0 when the map was reset, 1 when
- * nothing was written because the final snapshot showed the map was
- * already reset by someone else (the next generation becomes
+ * nothing was written because a snapshot showed the map was already
+ * reset by someone else (the next generation becomes
  * RESET_EXTERNAL with a wider window; in strict mode do not write per-CPU
  * boundaries for it), -EBUSY if another reset kept the map busy (the
  * current generation goes on; no generation to begin), -EPERM without

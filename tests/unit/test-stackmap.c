@@ -844,6 +844,43 @@ static void test_final_finds_external(void)
 	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 9000, 10000, &g) == 0);
 	CHECK(g.kind == SEGMENT_GEN_RESET_EXTERNAL && g.window_begin == 5000 - GUARD_NS &&
 	      g.window_end == 10000 + GUARD_NS);
+
+	/* Reset between the final snapshot and the write: found by the last look. */
+	CHECK(stackmap_marker_seen(sm, "stackmapd: snap 2", 17, 20000) == 1);
+	CHECK(stackmap_snapshot(sm, 2) == 0);
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	put_map(dir, map_a, 1, 1);
+	CHECK(stackmap_write_reset(sm) == 1);
+	s = get_str(dir, "stack_map");
+	CHECK(s && startswith(s, "stack_id"));
+	free(s);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 29000, 30000, &g) == 0);
+	CHECK(g.kind == SEGMENT_GEN_RESET_EXTERNAL && g.generation == 3 &&
+	      g.window_begin == 20000 - GUARD_NS);
+
+	/* Ids assigned after the final snapshot are read before the map is cleared. */
+	put_map(dir, map_a2, ARRAY_SIZE(map_a2), 50);
+	CHECK(stackmap_snapshot(sm, 3) == 0);
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	{
+		struct fstack more[ARRAY_SIZE(map_a2) + 1];
+		uint64_t bm[4] = {};
+		struct tables t;
+		struct lookup l;
+
+		memcpy(more, map_a2, sizeof(map_a2));
+		more[ARRAY_SIZE(map_a2)] = (struct fstack){ .id = 150, .refs = 1, .nr = 1,
+							    .ips = { 0x150 } };
+		put_map(dir, more, ARRAY_SIZE(more), 60);
+		CHECK(stackmap_write_reset(sm) == 0);
+		put_map(dir, map_b, 1, 1);
+		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 39000, 40000,
+						&g) == 0);
+		set_bit(bm, 150);
+		CHECK(get_tables(sm, bm, 256, 3, 3, 0, 0, &t) == 0);
+		CHECK(find_entry(&t, 3, 150, &l) && l.e.nr == 1 && l.ips[0] == 0x150);
+		tables_done(&t);
+	}
 	stackmap_free(sm);
 	test_rmtree(dir);
 }
