@@ -72,7 +72,7 @@ check_output() {
 	grep -qx 'event_id: no:such_event -2' "$out" || fail "a missing event is not -ENOENT"
 	grep -qx 'has_data: 1' "$out" || fail "no data after writing a marker"
 	grep -qE '^cpu_stats: 0 entries=[0-9]+ ' "$out" || fail "no CPU stats"
-	for key in events/header_page events/header_event events/sched/sched_switch/format \
+	for key in header_page header_event events/sched/sched_switch/format \
 		events/sched/sched_wakeup/format events/kmem/kmalloc/format \
 		events/ftrace/kernel_stack/format events/ftrace/print/format saved_cmdlines; do
 		grep -qE "^file: $key [1-9][0-9]*$" "$out" || fail "file $key not collected"
