@@ -1210,10 +1210,12 @@ int stackmap_write_reset(struct stackmap *sm)
 	 * One more look at the map right before it is cleared: ids assigned
 	 * since the final snapshot (events between the recorder's marker and
 	 * the kernel's claim of the map) are then known in this generation
-	 * and resolve inside the reset window. Only the map is read, to keep
-	 * that gap short; a failure leaves the final snapshot in force.
+	 * and resolve inside the reset window. Only the binary export is
+	 * read, to keep that gap short (reading the text export takes long
+	 * enough to widen the window more than it helps); a failure leaves
+	 * the final snapshot in force.
 	 */
-	if (!sm->pending_external)
+	if (!sm->pending_external && sm->have_bin)
 		(void)snapshot_and_merge(sm, 0, false);
 	if (sm->pending_external) {
 		/* Somebody else already reset the map since the last good snapshot. */
