@@ -25,7 +25,7 @@ stackmap = $3
 buffer_size = $5
 [stackmap]
 snapshot_interval = 100ms
-reset_interval = 250ms
+reset_interval = ${RESET_INTERVAL:-250ms}
 reset_mode = $6
 reset_guard = ${RESET_GUARD:-1ms}
 [archive]

@@ -40,7 +40,11 @@ build_smdump() {
 	libs=$(pkg-config --libs libtracefs libtraceevent libsystemd inih libzstd 2>/dev/null) || return 1
 	# shellcheck disable=SC2086
 	"$cc" -O1 -I"$top_srcdir/lib" -o "$1/smdump-ids" "$top_srcdir/tests/vm/smdump-ids.c" \
-		"$top_builddir/libstackmap.a" $libs -pthread 2>"$1/smdump-ids.build.log"
+		"$top_builddir/libstackmap.a" $libs -pthread 2>"$1/smdump-ids.build.log" ||
+		# a tree configured with --enable-sanitizers
+		"$cc" -O1 -fsanitize=address,undefined -I"$top_srcdir/lib" -o "$1/smdump-ids" \
+			"$top_srcdir/tests/vm/smdump-ids.c" "$top_builddir/libstackmap.a" $libs \
+			-pthread 2>"$1/smdump-ids.build.log"
 }
 
 # vm_run WORKDIR [run-in-vm options...] -- COMMAND: run COMMAND in the guest
