@@ -9,7 +9,10 @@ fields and the same stack (function names; offsets and addresses are
 ignored), and that what does not match is explained: the edges of the
 common period, events a recorder lost (the kernel says how many), or the
 daemon's own tasks, which it leaves out of its recording on purpose (they
-are taken out of trace-cmd's side before comparing).
+are taken out of trace-cmd's side before comparing). Two things the kernel
+itself records differently in two instances are allowed: an interrupt's hit
+between the two probes of one hit (the two land in another order), and a
+task's exit state in sched_switch (read by each probe).
 
 Inputs:
   --sm FILE         stackmapctl report
@@ -32,9 +35,13 @@ STACK_EVENTS = ('kernel_stack', 'stack_ref', 'stack_id')
 # ftrace's own entries (not trace events): left out of the event comparison
 FTRACE = STACK_EVENTS + ('print', 'bprint')
 # The same hit is stamped a few microseconds apart in the two buffers (the
-# second recorder's probe runs right after the first's); more than this
-# apart, two lines are different hits.
+# second recorder's probe runs right after the first's): after a gap, the
+# streams are taken up again only at events this close. In step, the order
+# says which events are the same, and the stamps may be further apart: an
+# interrupt, or the host preempting this virtual CPU, between the two
+# probes (seen: 1.7 ms).
 TOLERANCE = 0.000500
+MAX_SKEW = 0.050
 CONFIRM = 4
 # Runs this short of events that differ, of the same tasks and stamped this
 # close, between equal ones, are the same hits decoded two ways.
@@ -49,7 +56,7 @@ class Event:
 		self.pid, self.ts, self.name, self.text = pid, ts, name, text
 		self.fields = None
 		self.stack = None	# function names, innermost first
-		self.stack_cut = False	# a loss right after it: its stack may be gone
+		self.stack_cut = False	# a loss or a nested stack next to it: its stack is uncertain
 
 
 def frame_name(text):
@@ -77,6 +84,7 @@ def read_report(path, with_stacks=True):
 	frames are not read (events only say whether a stack followed)."""
 	cpus, lost, orphans = {}, {}, 0
 	last = {}		# cpu -> last event, while its stack may still follow
+	recent = {}		# cpu -> its last two events
 	stacks = {}		# one tuple per distinct stack
 	cur = ev_cur = None
 	with open(path, errors='replace') as f:
@@ -110,6 +118,10 @@ def read_report(path, with_stacks=True):
 			if name in STACK_EVENTS:
 				ev = last.pop(cpu, None)
 				if ev is None or ev.stack is not None:
+					# An interrupt's event and stack between an event and its
+					# stack: which stack is whose is not certain.
+					for e in recent.get(cpu, ()):
+						e.stack_cut = True
 					orphans += 1
 					continue
 				ev.stack = ()
@@ -119,6 +131,7 @@ def read_report(path, with_stacks=True):
 			ev = Event(int(pid), float(ts), name, text)
 			cpus.setdefault(cpu, []).append(ev)
 			last[cpu] = ev
+			recent[cpu] = (recent[cpu][-1], ev) if cpu in recent else (ev,)
 	if cur is not None:
 		ev_cur.stack = tuple(cur)
 	return cpus, lost, orphans
@@ -165,7 +178,7 @@ class Stream:
 
 
 def align(d, t):
-	"""Pairs (i, j) of d[i] and t[j] that are the same hit: (equal, differing).
+	"""Pairs (i, j) of d[i] and t[j] that are the same hit: (equal, differing, reordered).
 
 	Both streams are one sequence of hits with gaps (what either side lost).
 	While in step, equal neighbours pair up; a short run of events that
@@ -180,7 +193,7 @@ def align(d, t):
 	nd, nt = len(d), len(t)
 
 	def same(i, j):
-		return D.keys[i] == T.keys[j] and abs(D.ts[i] - T.ts[j]) <= TOLERANCE
+		return D.keys[i] == T.keys[j] and abs(D.ts[i] - T.ts[j]) <= MAX_SKEW
 
 	def confirmed(i, j):
 		for r in range(CONFIRM):
@@ -209,7 +222,7 @@ def align(d, t):
 			 if confirmed(*pair(n))]
 		return min(found)[1] if found else None
 
-	pairs, differ = [], []
+	pairs, differ, reordered = [], [], []
 	i = j = 0
 	in_sync = False
 	while i < nd and j < nt:
@@ -221,7 +234,16 @@ def align(d, t):
 		if in_sync:
 			r = replaced(i, j)
 			if r:
-				differ.extend((i + k, j + k) for k in range(r))
+				if sorted(D.keys[i:i + r]) == sorted(T.keys[j:j + r]):
+					# the same hits in another order: an interrupt's hit came
+					# between the two probes of an earlier one
+					left = list(range(j, j + r))
+					for x in range(i, i + r):
+						y = next(y for y in left if T.keys[y] == D.keys[x])
+						left.remove(y)
+						reordered.append((x, y))
+				else:
+					differ.extend((i + k, j + k) for k in range(r))
 				i += r
 				j += r
 				continue
@@ -251,7 +273,7 @@ def align(d, t):
 		i += 1
 		j += 1
 		in_sync = True
-	return pairs, differ
+	return pairs, differ, reordered
 
 
 def exit_race(a, b):
@@ -324,7 +346,8 @@ def main():
 			print(f'  {name}: {len(sm_types[name])} fields: {" ".join(sorted(sm_types[name]))}')
 
 	tot = dict(sm=0, tc=0, matched=0, fields=0, stacks=0, compared=0, depth=0, only_sm=0,
-		   only_tc=0, self=0, unexplained=0, window=0, exit_race=0)
+		   only_tc=0, self=0, unexplained=0, window=0, exit_race=0,
+		   reordered=0)
 	max_skew = 0.0
 	examples, samples = [], []
 	for cpu in sorted(set(sm) | set(tc)):
@@ -336,14 +359,14 @@ def main():
 			t = [e for e in t if not excluded(e, self_pids)]
 		tot['sm'] += len(d)
 		tot['tc'] += len(t)
-		pairs, differ = align(d, t)
+		pairs, differ, reordered = align(d, t)
 		if not pairs:
 			problems.append(f'CPU {cpu}: no event in common ({len(d)} vs {len(t)})')
 			continue
 		# the common part: from the first to the last hit both recorded
 		(i0, j0), (i1, j1) = pairs[0], pairs[-1]
-		matched_d = {i for i, _ in pairs} | {i for i, _ in differ}
-		matched_t = {j for _, j in pairs} | {j for _, j in differ}
+		matched_d = {i for i, _ in pairs + differ + reordered}
+		matched_t = {j for _, j in pairs + differ + reordered}
 		only_sm = [d[i] for i in range(i0, i1 + 1) if i not in matched_d]
 		only_tc = [t[j] for j in range(j0, j1 + 1) if j not in matched_t]
 		tc_budget = tc_lost.get(cpu, 0)
@@ -367,13 +390,15 @@ def main():
 			if len(samples) < 8:
 				side = 'stackmapd' if e in only_sm else 'trace-cmd'
 				samples.append(f'only {side}: CPU {cpu} {e.ts:.6f} {e.name} pid {e.pid} {e.text}')
-		for k, (i, j) in enumerate(pairs):
+		# A stack may be missing only where one side lost events right after the
+		# event (its stack entry found the buffer full), at the end, or where
+		# an interrupt's hit came in between.
+		checks = [(i, j, k + 1 == len(pairs) or pairs[k + 1] != (i + 1, j + 1))
+			  for k, (i, j) in enumerate(pairs)] + [(i, j, True) for i, j in reordered]
+		for i, j, gap in checks:
 			a, b = d[i], t[j]
 			max_skew = max(max_skew, abs(a.ts - b.ts))
 			if a.stack is None or b.stack is None:
-				# A stack is missing only where one side lost events right after
-				# the event (its stack entry found the buffer full) or at the end.
-				gap = k + 1 == len(pairs) or pairs[k + 1] != (i + 1, j + 1)
 				if not (a.stack_cut or b.stack_cut or gap):
 					tot['stacks'] += 1
 					if len(examples) < 5:
@@ -389,20 +414,22 @@ def main():
 							f'  trace-cmd {b.stack}')
 		window = i1 - i0 + 1
 		tot['window'] += window
-		tot['matched'] += len(pairs)
+		tot['matched'] += len(pairs) + len(reordered)
+		tot['reordered'] += len(reordered)
 		tot['only_sm'] += len(only_sm)
 		tot['only_tc'] += len(only_tc)
 		tot['self'] += len(own)
 		tot['unexplained'] += un_sm + un_tc
 		print(f'CPU {cpu}: stackmapd {len(d)}, trace-cmd {len(t)} events; common part '
-		      f'{d[i0].ts:.6f}..{d[i1].ts:.6f}: {window} stackmapd events, {len(pairs)} matched, '
+		      f'{d[i0].ts:.6f}..{d[i1].ts:.6f}: {window} stackmapd events, {len(pairs) + len(reordered)} matched, '
 		      f'only stackmapd {len(only_sm)} (trace-cmd lost '
 		      f'{"?" if tc_budget is None else tc_budget}), only trace-cmd {len(only_tc)} '
 		      f'(stackmapd lost {sm_budget}); {len(own)} events of the daemon\'s own tasks left out')
 
 	avg = tot['depth'] / tot['compared'] if tot['compared'] else 0
 	print(f'total: stackmapd {tot["sm"]}, trace-cmd {tot["tc"]} events; {tot["matched"]} matched '
-	      f'({tot["window"]} stackmapd events in the common part), {tot["fields"]} with different '
+	      f'({tot["reordered"]} in another order; {tot["window"]} stackmapd events in the common '
+	      f'part), {tot["fields"]} with different '
 	      f'fields ({tot["exit_race"]} more only in an exiting task\'s state), '
 	      f'{tot["stacks"]} with different stacks, {tot["compared"]} stacks compared '
 	      f'(mean depth {avg:.1f}); only stackmapd {tot["only_sm"]}, only trace-cmd '
