@@ -19,6 +19,9 @@
 #include "stackmap.h"
 #include "util.h"
 
+#define MARKER_RETRIES 40
+#define MARKER_RETRY_USEC (25 * USEC_PER_MSEC)
+
 enum step {
 	STEP_IDLE,
 	STEP_LOSSLESS,		/* reset written, waiting for the markers */
@@ -41,6 +44,7 @@ struct generations {
 	uint64_t reset_started_usec;
 	recorder_done_fn done;
 	void *userdata;
+	sd_event_source *retry_timer;
 };
 
 int generations_new(struct recorder *rec, struct generations **ret)
@@ -140,13 +144,36 @@ static void begin_generation(struct generations *g)
 	finish(g, 0);
 }
 
+static void after_flush(struct recorder *rec, struct flush_op *op);
+
+static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct generations *g = userdata;
+
+	if (!recorder_flush_all(g->rec, NULL, after_flush, NULL, NULL))
+		begin_generation(g);
+	return 0;
+}
+
 static void after_flush(struct recorder *rec, struct flush_op *op)
 {
 	struct generations *g = rec->gens;
+	int r;
 
-	if ((!g->end_ts || !g->begin_ts) && g->retries++ < 3) {
-		/* a marker may sit in a page that was not complete yet: flush again */
-		if (recorder_flush_all(rec, NULL, after_flush, NULL, NULL))
+	/*
+	 * A read of trace_pipe_raw can come back empty while a page that was
+	 * just written is not yet handed out: give the markers a little time
+	 * and flush again, rather than give up on the window.
+	 */
+	if ((!g->end_ts || !g->begin_ts) && g->retries++ < MARKER_RETRIES) {
+		if (!g->retry_timer)
+			r = sd_event_add_time_relative(rec->event, &g->retry_timer, CLOCK_MONOTONIC,
+						       MARKER_RETRY_USEC, 0, on_retry_timer, g);
+		else
+			r = sd_event_source_set_time_relative(g->retry_timer, MARKER_RETRY_USEC);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(g->retry_timer, SD_EVENT_ONESHOT);
+		if (r >= 0)
 			return;
 	}
 	begin_generation(g);
@@ -381,6 +408,7 @@ struct generations *generations_free(struct generations *g)
 {
 	if (!g)
 		return NULL;
+	sd_event_source_disable_unref(g->retry_timer);
 	stackmap_free(g->sm);
 	free(g);
 	return NULL;
