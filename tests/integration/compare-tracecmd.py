@@ -67,12 +67,15 @@ def frame_name(text):
 
 
 def parse_fields(text):
-	"""'a=1 b=x y ==> c=2' -> {'a': '1', 'b': 'x y ==>', 'c': '2'} (values to the next name)."""
+	"""'a=1 b=x y ==> c=2' -> {'a': '1', 'b': 'x y', 'c': '2'} (values to the next name)."""
 	names = list(FIELD.finditer(text))
 	out = {}
 	for k, m in enumerate(names):
 		end = names[k + 1].start() if k + 1 < len(names) else len(text)
-		out[m.group(1)] = text[m.end():end].strip()
+		value = text[m.end():end].strip()
+		if value.endswith(' ==>'):	# sched_switch's arrow
+			value = value[:-4]
+		out[m.group(1)] = value
 	return out
 
 
