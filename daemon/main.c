@@ -102,6 +102,9 @@ static void on_segment(void *userdata, const char *path)
 	char *argv[] = { "/bin/sh", "-c", NULL, "stackmapd-hook", (char *)path, NULL };
 	_cleanup_free_ char *cmd = NULL;
 	sd_event_source *child;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
 	pid_t pid;
 	int r;
 
@@ -114,7 +117,29 @@ static void on_segment(void *userdata, const char *path)
 	if (strprintf(&cmd, "%s \"$1\"", d->cfg.hook) < 0)
 		return;
 	argv[2] = cmd;
-	r = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+	/*
+	 * An ordinary process: not the signal mask of the event loop (SIGTERM
+	 * blocked, and more), nor its handlers, nor its files. A hook holding
+	 * trace_pipe_raw open would keep the instance from being removed.
+	 */
+	sigemptyset(&none);
+	sigfillset(&all);
+	r = posix_spawnattr_init(&attr);
+	if (r == 0) {
+		r = posix_spawn_file_actions_init(&fa);
+		if (r == 0) {
+			(void)posix_spawnattr_setsigmask(&attr, &none);
+			(void)posix_spawnattr_setsigdefault(&attr, &all);
+			r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+								POSIX_SPAWN_SETSIGDEF);
+			if (r == 0)
+				r = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
+			if (r == 0)
+				r = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
+			posix_spawn_file_actions_destroy(&fa);
+		}
+		posix_spawnattr_destroy(&attr);
+	}
 	if (r != 0) {
 		log_errno(LOG_WARNING, -r, "cannot run the segment hook, continuing");
 		return;
