@@ -1,3 +1,192 @@
 #!/bin/bash
+# The flight recorder ([trace] mode = flight): the ring buffer overwrites
+# its oldest events and nothing is written until stackmapctl snapshot; a
+# snapshot writes one segment that verifies, holds the latest events (the
+# markers written just before the request) and counts the overwritten ones
+# as lost; the next snapshot holds only newer events; a stop writes nothing
+# more. A capture larger than segment_size is still one segment, after
+# which no segment stays open.
 . "$top_srcdir/tests/lib.sh"
-skip "not written yet"
+need_tracefs
+need_cmd python3
+[ -x "$STACKMAPD" ] || skip "stackmapd is not built ($STACKMAPD)"
+[ -x "$STACKMAPCTL" ] || skip "stackmapctl is not built ($STACKMAPCTL)"
+
+tmp=$(mktmp)
+# The load runs under a name of its own: other tests' loads are not recorded.
+load_comm=smload$$
+cp "$SMLOAD" "$tmp/$load_comm" || fail "cannot copy $SMLOAD"
+SMLOAD=$tmp/$load_comm
+inst=$(new_instance_name)
+# Created here, so the daemon adopts it and leaves it (and its counters) behind.
+mkdir "$TRACEFS/instances/$inst"
+marker=$TRACEFS/instances/$inst/trace_marker
+ctl() { "$STACKMAPCTL" --socket "$tmp/control" "$@"; }
+# json FILE EXPR: evaluate a Python expression over the JSON in FILE (as r).
+json() {
+	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)' "$1" "$2"
+}
+
+# conf BUFFER_SIZE: a flight recorder of the load below.
+conf() {
+	write_config "$tmp/stackmapd.conf" <<-EOF
+	[trace]
+	instance = $inst
+	mode = flight
+	events = kmem:kmem_cache_alloc sched:sched_switch sched:sched_wakeup
+	stacktrace = kmem:kmem_cache_alloc
+	filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
+	filter.sched:sched_switch = COMM == "$load_comm"
+	filter.sched:sched_wakeup = COMM == "$load_comm"
+	buffer_size = $1
+	[archive]
+	directory = $tmp/archive
+	segment_size = 1M
+	max_size = 0
+	keep_free = 0
+	[control]
+	socket = $tmp/control
+	EOF
+}
+
+# Load in short bursts: it fills the small buffer many times over.
+(while :; do "$SMLOAD" -j 1 -n 100 -q; sleep 0.1; done) &
+load=$!
+at_exit "kill $load"
+
+last_marker() {
+	local n= i
+	for ((i = 0; i < 1000 && ${#n} == 0; i++)); do n=$(cat "$tmp/last" 2>/dev/null); done
+	[ -n "$n" ] || fail "no marker count in $tmp/last"
+	echo "$n"
+}
+# markers SEGMENT: the marker numbers in a segment, sorted.
+markers() {
+	"$STACKMAPCTL" report --events "$1" > "$tmp/report.txt" 2> "$tmp/report.err" ||
+		{ cat "$tmp/report.err"; fail "report of '$1' failed"; }
+	sed -n 's/.* smtest-flight \([0-9][0-9]*\)$/\1/p' "$tmp/report.txt" | sort -n
+}
+# overruns: the kernel's count of overwritten events on every CPU.
+overruns() {
+	cat "$TRACEFS/instances/$inst"/per_cpu/cpu*/stats | awk -F': ' '/^overrun/ { s += $2 } END { print s + 0 }'
+}
+
+shopt -s nullglob
+conf 512K
+start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log"
+wait_for_log "$tmp/daemon.log" 'flight recorder on [0-9]+ CPUs' 20 ||
+	{ cat "$tmp/daemon.log"; fail "daemon did not start"; }
+
+# Numbered markers; $tmp/last holds the number of the last one written.
+# (A write fails while the buffer is being resized: that one is retried.)
+(
+	i=1
+	while :; do
+		echo "smtest-flight $i" 2>/dev/null > "$marker" || continue
+		echo "$i" > "$tmp/last"
+		i=$((i + 1))
+		sleep 0.01
+	done
+) &
+writer=$!
+at_exit "kill $writer"
+
+# ---- nothing is written until asked ----
+sleep 3
+files=("$tmp"/archive/*)
+[ ${#files[@]} = 0 ] || fail "the flight recorder wrote without a request: ${files[*]}"
+ctl status --json > "$tmp/status.json" || { cat "$tmp/daemon.log"; fail "status"; }
+json "$tmp/status.json" 'r["mode"] == "flight" and r["segment"] is None and r["state"] == "recording"' ||
+	fail "status in flight mode: $(cat "$tmp/status.json")"
+[ "$(overruns)" -gt 0 ] || fail "the load did not fill the buffer (no overrun)"
+note "nothing written in 3 s; the kernel overwrote $(overruns) events"
+
+# ---- a snapshot: the latest events, the overwritten ones counted as lost ----
+n1=$(last_marker) || exit 1
+over1=$(overruns)
+seg1=$(ctl snapshot) || fail "snapshot exited with $?"
+[ -f "$seg1" ] || fail "snapshot: '$seg1' does not exist"
+files=("$tmp"/archive/*)
+[ ${#files[@]} = 1 ] || fail "one snapshot wrote ${#files[@]} files: ${files[*]}"
+"$STACKMAPCTL" verify "$seg1" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "'$seg1' does not verify"; }
+markers "$seg1" > "$tmp/m1"
+grep -qx "$n1" "$tmp/m1" || fail "marker $n1, written before the snapshot, is not in it (it has $(head -1 "$tmp/m1")..$(tail -1 "$tmp/m1"))"
+first1=$(head -1 "$tmp/m1")
+[ "$first1" -gt 1 ] || fail "the snapshot still holds marker 1: nothing was overwritten"
+"$STACKMAPCTL" info --json "$seg1" > "$tmp/info1.json" || fail "info"
+json "$tmp/info1.json" 'r["lost_events"] > 0 and r["events"] > 0' || fail "info: $(head -c 2000 "$tmp/info1.json")"
+lost1=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["lost_events"])' "$tmp/info1.json")
+# what the kernel overwrote before the request, and at most what it had overwritten after it
+over1b=$(overruns)
+[ "$lost1" -ge "$over1" ] && [ "$lost1" -le "$over1b" ] ||
+	fail "the segment counts $lost1 lost events, the kernel overwrote $over1..$over1b"
+"$STACKMAPCTL" info "$seg1" | grep -q "lost $lost1" || fail "info does not show $lost1 lost events"
+note "snapshot 1: markers $first1..$(tail -1 "$tmp/m1") ($(wc -l < "$tmp/m1") of them), $lost1 events lost (kernel: $over1b overwritten)"
+ctl status --json > "$tmp/status.json" || fail "status"
+json "$tmp/status.json" 'r["segment"] is None and r["archive"]["segments"] == 1' ||
+	fail "status after a snapshot: $(cat "$tmp/status.json")"
+
+# ---- a second snapshot: newer events only, none of the first again ----
+sleep 1
+n2=$(last_marker) || exit 1
+seg2=$(ctl snapshot --json | sed -n 's/.*"path": *"\([^"]*\)".*/\1/p')
+[ -f "$seg2" ] && [ "$seg2" != "$seg1" ] || fail "second snapshot: '$seg2'"
+"$STACKMAPCTL" verify "$seg2" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "'$seg2' does not verify"; }
+markers "$seg2" > "$tmp/m2"
+grep -qx "$n2" "$tmp/m2" || fail "marker $n2, written before the second snapshot, is not in it"
+twice=$(grep -Fx -f "$tmp/m1" "$tmp/m2" | head -5)
+[ -z "$twice" ] || fail "markers in both snapshots: $twice"
+[ "$(tail -1 "$tmp/m2")" -gt "$(tail -1 "$tmp/m1")" ] || fail "the second snapshot holds no newer marker"
+"$STACKMAPCTL" info --json "$seg2" > "$tmp/info2.json" || fail "info"
+# per CPU, the second segment starts after the first one ends
+python3 - "$tmp/info1.json" "$tmp/info2.json" <<-'EOF' || fail "the two snapshots overlap in time"
+	import json, sys
+	a = {c["cpu"]: c for c in json.load(open(sys.argv[1]))["cpus"]}
+	b = {c["cpu"]: c for c in json.load(open(sys.argv[2]))["cpus"]}
+	bad = [cpu for cpu in b if cpu in a and a[cpu]["events"] and b[cpu]["events"]
+	       and b[cpu]["first_ts"] <= a[cpu]["last_ts"]]
+	print("overlapping CPUs:", bad) if bad else None
+	sys.exit(1 if bad else 0)
+	EOF
+note "snapshot 2: markers $(head -1 "$tmp/m2")..$(tail -1 "$tmp/m2"), none from snapshot 1"
+
+# ---- a stop writes nothing more ----
+stop_daemon || { cat "$tmp/daemon.log"; fail "daemon exited with status $?"; }
+files=("$tmp"/archive/*)
+[ ${#files[@]} = 2 ] || fail "after the stop: ${files[*]}, expected the two snapshots only"
+grep -E '^<[0-3]>' "$tmp/daemon.log" && fail "errors in the daemon log"
+note "stopped: no segment written at the stop"
+
+# ---- a capture larger than segment_size: one segment, none left open ----
+# (pages compress about 15:1: 2 x 32M make a segment of more than 1M)
+rm -rf "$tmp/archive"
+conf 32M
+start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.big.log"
+wait_for_log "$tmp/daemon.big.log" 'flight recorder on [0-9]+ CPUs' 20 ||
+	{ cat "$tmp/daemon.big.log"; fail "daemon did not start with 32M buffers"; }
+fill() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[ "$(cat "$TRACEFS/instances/$inst"/per_cpu/cpu*/stats |
+			awk -F': ' '/^bytes/ { s += $2 } END { print s + 0 }')" -gt $((40 << 20)) ] && return 0
+		"$SMLOAD" -j 1 -n 1000 -q
+	done
+	fail "the buffers did not fill"
+}
+fill
+seg=$(ctl snapshot) || fail "snapshot of 32M buffers exited with $?"
+[ "$(stat -c %s "$seg")" -gt $((1 << 20)) ] || fail "the capture was only $(stat -c %s "$seg") bytes"
+sleep 1
+files=("$tmp"/archive/*)
+[ ${#files[@]} = 1 ] || fail "one large snapshot left ${files[*]}"
+ctl status --json > "$tmp/status.json" || fail "status"
+json "$tmp/status.json" 'r["segment"] is None' || fail "a segment stays open after a large snapshot: $(cat "$tmp/status.json")"
+fill
+seg=$(ctl snapshot) || fail "second snapshot of 32M buffers exited with $?"
+stop_daemon || { cat "$tmp/daemon.big.log"; fail "daemon exited with status $?"; }
+files=("$tmp"/archive/*)
+[ ${#files[@]} = 2 ] || fail "two large snapshots left ${files[*]}"
+"$STACKMAPCTL" verify "${files[@]}" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "large snapshots do not verify"; }
+grep -E '^<[0-3]>' "$tmp/daemon.big.log" && fail "errors in the daemon log"
+note "large captures: $(stat -c %s "${files[@]}" | tr '\n' ' ')bytes, one segment each"
+exit 0
