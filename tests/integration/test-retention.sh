@@ -15,6 +15,10 @@ need_cmd find
 MB=$((1024 * 1024))
 SEGMENT_SIZE=$MB
 tmp=$(mktmp)
+# The load runs under a name of its own: other tests' loads are not recorded.
+load_comm=smload$$
+cp "$SMLOAD" "$tmp/$load_comm" || fail "cannot copy $SMLOAD"
+SMLOAD=$tmp/$load_comm
 inst=$(new_instance_name)
 ctl() { "$STACKMAPCTL" --socket "$tmp/control" "$@"; }
 
@@ -25,9 +29,9 @@ conf() {
 	instance = $inst
 	events = kmem:kmem_cache_alloc sched:sched_switch sched:sched_wakeup
 	stacktrace = kmem:kmem_cache_alloc
-	filter.kmem:kmem_cache_alloc = COMM == "smload"
-	filter.sched:sched_switch = COMM == "smload"
-	filter.sched:sched_wakeup = COMM == "smload"
+	filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
+	filter.sched:sched_switch = COMM == "$load_comm"
+	filter.sched:sched_wakeup = COMM == "$load_comm"
 	buffer_size = 2M
 	[archive]
 	directory = $1

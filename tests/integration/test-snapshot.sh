@@ -10,6 +10,10 @@ need_tracefs
 [ -x "$STACKMAPCTL" ] || skip "stackmapctl is not built ($STACKMAPCTL)"
 
 tmp=$(mktmp)
+# The load runs under a name of its own: other tests' loads are not recorded.
+load_comm=smload$$
+cp "$SMLOAD" "$tmp/$load_comm" || fail "cannot copy $SMLOAD"
+SMLOAD=$tmp/$load_comm
 inst=$(new_instance_name)
 # Created here, so the daemon adopts it and leaves it (and its counters) behind.
 mkdir "$TRACEFS/instances/$inst"
@@ -20,10 +24,10 @@ write_config "$tmp/stackmapd.conf" <<EOF
 instance = $inst
 events = kmem:kmem_cache_alloc sched:sched_switch sched:sched_wakeup
 stacktrace = kmem:kmem_cache_alloc
-# the load of this test only: others' work on this machine does not count
-filter.kmem:kmem_cache_alloc = COMM == "smload"
-filter.sched:sched_switch = COMM == "smload"
-filter.sched:sched_wakeup = COMM == "smload"
+# the load of this test only: others' work on this machine is not recorded
+filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
+filter.sched:sched_switch = COMM == "$load_comm"
+filter.sched:sched_wakeup = COMM == "$load_comm"
 buffer_size = 4M
 
 [archive]
