@@ -21,8 +21,15 @@ done
 [ -e "$TRACEFS/stack_map" ] && skip "this kernel has a stack map; these checks are for one without"
 
 tmp=$(mktmp)
-# Global state, without the instances (other tests' come and go; ours are checked by name).
-state() { tracefs_state | grep -vxF -f <(ls "$TRACEFS/instances"; echo smtest_none); }
+# Global state, without the instances (other tests' come and go while it is
+# read; ours are checked by name).
+state() {
+	local s others
+	others=$(ls "$TRACEFS/instances")
+	s=$(tracefs_state)
+	others+=$'\n'$(ls "$TRACEFS/instances")
+	grep -v '^smtest_' <<<"$s" | grep -vxF -f <(echo "$others"; echo smtest_none) || true
+}
 before=$(state)
 
 # ---- (b) stackmap = on ----

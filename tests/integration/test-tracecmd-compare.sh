@@ -21,8 +21,15 @@ done
 COMPARE="$top_srcdir/tests/integration/compare-tracecmd.py"
 
 tmp=$(mktmp)
-# Global state, without the instances (other tests' come and go; ours are checked by name).
-state() { tracefs_state | grep -vxF -f <(ls "$TRACEFS/instances"; echo smtest_none); }
+# Global state, without the instances (other tests' come and go while it is
+# read; ours are checked by name).
+state() {
+	local s others
+	others=$(ls "$TRACEFS/instances")
+	s=$(tracefs_state)
+	others+=$'\n'$(ls "$TRACEFS/instances")
+	grep -v '^smtest_' <<<"$s" | grep -vxF -f <(echo "$others"; echo smtest_none) || true
+}
 before=$(state)
 
 # wait_for COMMAND...: poll until it succeeds, at most 20 s.
