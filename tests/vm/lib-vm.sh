@@ -24,12 +24,15 @@ need_vm() {
 }
 
 # vm_workdir: a work directory under /tmp (removed at exit unless
-# KEEP_VM_WORKDIR=1) holding the binaries; prints its path.
+# KEEP_VM_WORKDIR=1) holding the binaries and the guest scripts, which the
+# guest runs from there; prints its path.
 vm_workdir() {
 	local w
 	w=$(mktemp -d "/tmp/smvm-$TEST_NAME.XXXXXX")
 	[ "${KEEP_VM_WORKDIR:-}" = 1 ] || at_exit "rm -rf '$w'"
-	cp "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD" "$w/" || fail "cannot copy the binaries"
+	# the guest part too: the source tree may itself be under /tmp (a CI clone)
+	cp "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD" "$top_srcdir"/tests/vm/guest-*.sh "$w/" ||
+		fail "cannot copy the binaries and guest scripts"
 	echo "$w"
 }
 

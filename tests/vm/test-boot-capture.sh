@@ -31,7 +31,7 @@ note "kernel command line: $cmdline"
 
 t0=$(now_s)
 vm_run "$W" --smp 2 --append "$cmdline" --timeout 300 \
-	-- "$top_srcdir/tests/vm/guest-record.sh" "$W/boot.conf" 3 3 > "$W/vm.log" 2>&1
+	-- "$W/guest-record.sh" "$W/boot.conf" 3 3 > "$W/vm.log" 2>&1
 rc=$?
 cat "$W/vm.log"
 note "guest run: $(elapsed "$t0") s (exit status $rc)"

@@ -25,7 +25,7 @@ build_smdump "$W" || { naive=no; note "cannot build smdump-ids, no naive figure:
 t0=$(now_s)
 vm_run "$W" --smp 2 --append 'ftrace_stackmap.bits=10' --timeout 600 \
 	--env "RESET_GUARD=${RESET_GUARD:-1ms}" --env "MIN_RESETS=$((MIN_RESETS + 2))" \
-	-- "$top_srcdir/tests/vm/guest-generations.sh" "$SECS" lossless strict > "$W/vm.log" 2>&1
+	-- "$W/guest-generations.sh" "$SECS" lossless strict > "$W/vm.log" 2>&1
 rc=$?
 cat "$W/vm.log"
 note "guest run: $(elapsed "$t0") s (exit status $rc)"

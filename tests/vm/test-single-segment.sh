@@ -31,7 +31,7 @@ CONF
 
 t0=$(now_s)
 vm_run "$W" --smp 2 --timeout 300 \
-	-- "$top_srcdir/tests/vm/guest-record.sh" "$W/rot.conf" 0 6 > "$W/vm.log" 2>&1
+	-- "$W/guest-record.sh" "$W/rot.conf" 0 6 > "$W/vm.log" 2>&1
 rc=$?
 cat "$W/vm.log"
 note "guest run: $(elapsed "$t0") s (exit status $rc)"

@@ -20,7 +20,7 @@ t0=$(now_s)
 # A reset a second: the text export is slow to read (100-200 ms in the
 # emulated guest with a sanitizer build), which widens each reset window.
 vm_run "$W" --smp 2 --kernel "$KERNEL" --timeout 600 --env MIN_RESETS=6 --env RESET_INTERVAL=1s \
-	-- "$top_srcdir/tests/vm/guest-generations.sh" "$SECS" lossless > "$W/vm.log" 2>&1
+	-- "$W/guest-generations.sh" "$SECS" lossless > "$W/vm.log" 2>&1
 rc=$?
 cat "$W/vm.log"
 note "guest run: $(elapsed "$t0") s (exit status $rc)"
