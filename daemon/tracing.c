@@ -950,6 +950,19 @@ int tracing_setup_events(struct tracing *t)
 	char path[PATH_MAX];
 	int r;
 
+	/*
+	 * A trigger set before its event is enabled fires in soft mode and
+	 * records stacks without events: in an instance we created (it holds
+	 * nothing yet) tracing stays off until everything is in place. An
+	 * adopted instance keeps running, so that boot capture loses nothing.
+	 */
+	if (t->created) {
+		r = pathf(path, "%s/tracing_on", t->instance_dir);
+		if (r == 0)
+			r = set_value(t, path, "0");
+		if (r < 0)
+			goto fail;
+	}
 	r = setup_options(t, &option_stacks);
 	if (r < 0)
 		goto fail;
