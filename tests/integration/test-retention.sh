@@ -74,16 +74,19 @@ sample() {
 # after each sample, the common checks and then CHECK (a command that fails
 # with a message when a limit is exceeded).
 watch() {
-	local dir=$1 name=$2 check=$3 oldest=0 newest=0 start i cur
+	local dir=$1 name=$2 check=$3 oldest=0 newest=0 start i cur try
 	sample "$dir"
 	start=0
 	[ ${#fin[@]} = 0 ] || start=${fin[-1]}
 	for ((i = 0; i < 1200; i++)); do
 		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$tmp/daemon.$name.log"; fail "$name: the daemon died"; }
 		# the segment being written, then the directory
-		cur=$(ctl status --json | sed -n 's/.*"segment": *{"path": *"\([^"]*\)".*/\1/p')
+		# (a busy machine can make a status request time out: ask again)
+		for try in 1 2 3; do ctl status --json > "$tmp/status.json" 2> "$tmp/status.err" && break; done
+		[ -s "$tmp/status.json" ] || fail "$name: status failed: $(cat "$tmp/status.err")"
+		cur=$(sed -n 's/.*"segment": *{"path": *"\([^"]*\)".*/\1/p' "$tmp/status.json")
 		sample "$dir"
-		[ -n "$cur" ] || fail "$name: no segment being written: $(ctl status --json)"
+		[ -n "$cur" ] || fail "$name: no segment being written: $(cat "$tmp/status.json")"
 		[ -e "$cur" ] || [ -e "${cur%.part}" ] || fail "$name: the segment being written, $cur, was deleted"
 		[ "$nparts" -ge 1 ] && [ "$nparts" -le 2 ] || fail "$name: $nparts unfinished segments"
 		if [ ${#fin[@]} -gt 0 ]; then
