@@ -492,6 +492,7 @@ void archive_enforce_retention(struct archive *a)
 {
 	_cleanup_free_ uint64_t *sizes = NULL;
 	uint64_t cur_size = 0, fs_total = 0, fs_free = 0;
+	struct rotation_policy policy = a->policy;
 	struct statvfs sv;
 	size_t del;
 
@@ -505,12 +506,18 @@ void archive_enforce_retention(struct archive *a)
 	pthread_mutex_lock(&a->lock);
 	if (a->cur)
 		cur_size = segment_writer_size(a->cur->writer);
+	else if (policy.max_segments)
+		/*
+		 * rotation_retention() counts the segment being written as one;
+		 * there is none (flight recorder, stop): keep max_segments.
+		 */
+		policy.max_segments++;
 	pthread_mutex_unlock(&a->lock);
 	if (statvfs(a->dir, &sv) == 0) {
 		fs_total = (uint64_t)sv.f_blocks * sv.f_frsize;
 		fs_free = (uint64_t)sv.f_bavail * sv.f_frsize;
 	}
-	del = rotation_retention(&a->policy, sizes, a->nr_done, cur_size, fs_total, fs_free);
+	del = rotation_retention(&policy, sizes, a->nr_done, cur_size, fs_total, fs_free);
 	for (size_t i = 0; i < del; i++) {
 		_cleanup_free_ char *path = NULL;
 
