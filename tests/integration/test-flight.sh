@@ -5,7 +5,7 @@
 # markers written just before the request) and counts the overwritten ones
 # as lost; the next snapshot holds only newer events; a stop writes nothing
 # more. A capture larger than segment_size is still one segment, after
-# which no segment stays open.
+# which no segment stays open; max_segments keeps that many snapshots.
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
 need_cmd python3
@@ -44,6 +44,7 @@ conf() {
 	segment_size = 1M
 	max_size = 0
 	keep_free = 0
+	max_segments = 2
 	[control]
 	socket = $tmp/control
 	EOF
@@ -182,10 +183,13 @@ files=("$tmp"/archive/*)
 ctl status --json > "$tmp/status.json" || fail "status"
 json "$tmp/status.json" 'r["segment"] is None' || fail "a segment stays open after a large snapshot: $(cat "$tmp/status.json")"
 fill
-seg=$(ctl snapshot) || fail "second snapshot of 32M buffers exited with $?"
+seg2=$(ctl snapshot) || fail "second snapshot of 32M buffers exited with $?"
+# no segment is being written in flight mode: max_segments = 2 keeps two snapshots
+fill
+seg3=$(ctl snapshot) || fail "third snapshot of 32M buffers exited with $?"
 stop_daemon || { cat "$tmp/daemon.big.log"; fail "daemon exited with status $?"; }
 files=("$tmp"/archive/*)
-[ ${#files[@]} = 2 ] || fail "two large snapshots left ${files[*]}"
+[ "${files[*]}" = "$seg2 $seg3" ] || fail "max_segments = 2 after three snapshots left ${files[*]}"
 "$STACKMAPCTL" verify "${files[@]}" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "large snapshots do not verify"; }
 grep -E '^<[0-3]>' "$tmp/daemon.big.log" && fail "errors in the daemon log"
 note "large captures: $(stat -c %s "${files[@]}" | tr '\n' ' ')bytes, one segment each"

@@ -157,6 +157,8 @@ check_count
 note "after the reload: ${#fin[@]} finished segment(s) left"
 watch "$tmp/a2" max_segments=2 check_count 6
 finish "$tmp/a2" max_segments
+# with no segment being written any more, max_segments finished ones stay
+[ ${#segs[@]} = "$MAX_SEGMENTS" ] || fail "max_segments: ${#segs[@]} segments left after the stop, limit $MAX_SEGMENTS"
 
 # ---- keep_free, on a file system small enough to fill ----
 mkdir "$tmp/small"
