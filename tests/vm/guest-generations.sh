@@ -6,6 +6,8 @@
 # stackmapd under test records the top-level instance with the stack map,
 # once per reset mode given as arguments, resetting the map every few
 # hundred milliseconds under load with bursts that fill its small buffer.
+# MODE is lossless or strict, or external: the daemon makes no reset and
+# this script resets the map (and switches the option off and on) itself.
 #   guest-generations.sh SECONDS MODE...
 set -u
 W=$PWD
@@ -26,6 +28,8 @@ buffer_size = $5
 [stackmap]
 snapshot_interval = 100ms
 reset_interval = ${RESET_INTERVAL:-250ms}
+reset_fill = ${RESET_FILL:-90}
+reset_drops = ${RESET_DROPS:-1000}
 reset_mode = $6
 reset_guard = ${RESET_GUARD:-1ms}
 [archive]
@@ -53,7 +57,12 @@ opid=$!
 wait_recording "$W/oracle.log" $opid
 
 for mode in "$@"; do
-	write_conf "$mode" "" on all 128K "$mode"
+	if [ "$mode" = external ]; then
+		# the daemon never resets; this script does, behind its back
+		RESET_INTERVAL=0 RESET_FILL=0 RESET_DROPS=0 write_conf "$mode" "" on all 128K lossless
+	else
+		write_conf "$mode" "" on all 128K "$mode"
+	fi
 	start=$(cat /proc/uptime)
 	"$W/stackmapd" -d -c "$W/$mode.conf" > "$W/$mode.log" 2>&1 &
 	pid=$!
@@ -67,12 +76,21 @@ for mode in "$@"; do
 		"$W/smload" -q -j 2 -t 1.7 &
 		lpid=$!
 		sleep 1
+		if [ "$mode" = external ]; then
+			if [ $((n % 6)) = 4 ]; then
+				# switching the option off and on counts as a reset too
+				echo 0 > "$T/options/stackmap"; sleep 0.2; echo 1 > "$T/options/stackmap"
+			else
+				echo 0 > "$T/stack_map"
+			fi
+			externals=$((${externals:-0} + 1))
+		fi
 		"$W/smload" -q -j 6 -t 0.3
 		wait $lpid
 		n=$((n + 2))
 	done
 	echo "$mode: load for $n s, until uptime $(cut -d' ' -f1 /proc/uptime)," \
-		"$(grep -ac 'generation [0-9]* begins' "$W/$mode.log") resets"
+		"$(grep -ac 'generation [0-9]* begins' "$W/$mode.log") resets${externals:+, $externals made behind its back}"
 	sleep 0.5
 	kill -TERM $pid
 	wait $pid
