@@ -78,10 +78,11 @@ remove_instance() {
 	echo 0 > "$d/tracing_on" 2>/dev/null
 	echo > "$d/set_event" 2>/dev/null
 	for t in "$d"/events/*/*/trigger; do
-		[ -s "$t" ] || continue
+		# tracefs files report size 0: read them to see what is set
+		[ -f "$t" ] || continue
 		while read -r line; do
 			case "$line" in \#*|"") continue ;; esac
-			echo "!${line%% *}" > "$t" 2>/dev/null
+			echo "!${line%%[ :]*}" > "$t" 2>/dev/null
 		done < "$t"
 	done
 	rmdir "$d" 2>/dev/null
