@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+
 static int tests_failed;
 static int tests_checked;
 
@@ -75,6 +77,27 @@ static inline void test_rmtree(const char *dir)
 	}
 	closedir(d);
 	rmdir(dir);
+}
+
+/*
+ * Read a file of tests/data/pages (captured from a real kernel by
+ * tests/data/capture-pages.sh) into a NUL-terminated buffer the caller
+ * frees; *len (may be NULL) gets its length. Exits 99 (hard error) if the
+ * file cannot be read.
+ */
+static inline char *test_page_data(const char *name, size_t *len)
+{
+	const char *top = getenv("top_srcdir");
+	_cleanup_free_ char *p = NULL;
+	char *buf;
+
+	if (strprintf(&p, "%s/tests/data/pages/%s", top ? top : ".", name) < 0)
+		exit(99);
+	if (read_file(p, &buf, len) < 0) {
+		fprintf(stderr, "cannot read %s\n", p);
+		exit(99);
+	}
+	return buf;
 }
 
 static inline int tests_done(const char *name)

@@ -32,28 +32,6 @@
 static char *dir;
 static uint8_t raw[NR_PAGES][PAGE];
 
-static char *data_path(const char *name)
-{
-	const char *top = getenv("top_srcdir");
-	char *p;
-
-	if (strprintf(&p, "%s/tests/data/pages/%s", top ? top : ".", name) < 0)
-		exit(99);
-	return p;
-}
-
-static char *load(const char *name, size_t *len)
-{
-	_cleanup_free_ char *p = data_path(name);
-	char *buf;
-
-	if (read_file(p, &buf, len) < 0) {
-		fprintf(stderr, "cannot read %s\n", p);
-		exit(99);
-	}
-	return buf;
-}
-
 /* ---- building segments ---- */
 
 static const char *const formats[][2] = {
@@ -77,11 +55,11 @@ static struct segment_writer *seg_open(const char *name, const char *extra_meta)
 	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, m.data, m.len, 0, NULL) ==
 	      0);
 	buf_done(&m);
-	f = load("header_page", &len);
+	f = test_page_data("header_page", &len);
 	CHECK(segment_writer_append_file(w, "header_page", f, len, 1) == 0);
 	free(f);
 	for (size_t i = 0; i < ARRAY_SIZE(formats); i++) {
-		f = load(formats[i][1], &len);
+		f = test_page_data(formats[i][1], &len);
 		CHECK(segment_writer_append_file(w, formats[i][0], f, len, 1) == 0);
 		free(f);
 	}
@@ -504,7 +482,7 @@ static void test_stack_refs(void)
 	struct got g;
 	char meta[64];
 
-	hp = load("header_page", NULL);
+	hp = test_page_data("header_page", NULL);
 	CHECK(page_layout_parse(hp, &layout) == 0);
 	layout.page_size = PAGE;
 	layout.kernel_stack_id = 4;
@@ -754,7 +732,7 @@ int main(void)
 	_cleanup_free_ char *pages = NULL;
 	size_t len = 0;
 
-	pages = load("cpu0.raw", &len);
+	pages = test_page_data("cpu0.raw", &len);
 	if (len < sizeof(raw)) {
 		fprintf(stderr, "tests/data/pages/cpu0.raw is too short\n");
 		return 99;

@@ -23,31 +23,9 @@ struct ev {
 	int size;
 };
 
-static char *data_path(const char *name)
-{
-	const char *top = getenv("top_srcdir");
-	char *p;
-
-	if (strprintf(&p, "%s/tests/data/pages/%s", top ? top : ".", name) < 0)
-		exit(99);
-	return p;
-}
-
-static char *load(const char *name, size_t *len)
-{
-	_cleanup_free_ char *p = data_path(name);
-	char *buf;
-
-	if (read_file(p, &buf, len) < 0) {
-		fprintf(stderr, "cannot read %s\n", p);
-		exit(99);
-	}
-	return buf;
-}
-
 static int format_id(const char *name)
 {
-	_cleanup_free_ char *f = load(name, NULL);
+	_cleanup_free_ char *f = test_page_data(name, NULL);
 	const char *p = strstr(f, "\nID: ");
 
 	return p ? atoi(p + 5) : -1;
@@ -95,8 +73,8 @@ int main(void)
 	size_t hlen, rawlen, stacks_seen = 0, pages = 0;
 	uint64_t raw_bytes = 0, out_bytes = 0;
 
-	hp = load("header_page", &hlen);
-	raw = load("cpu0.raw", &rawlen);
+	hp = test_page_data("header_page", &hlen);
+	raw = test_page_data("cpu0.raw", &rawlen);
 	CHECK(page_layout_parse(hp, &l) == 0);
 	CHECK(l.commit_offset == 8 && l.commit_size == 8 && l.data_offset == 16);
 	l.page_size = PAGE;
