@@ -53,6 +53,46 @@ static void note_unresolved(const struct decoder *d)
 			   bad, all);
 }
 
+/*
+ * Decode the segments paths[0..n) as one trace, in timestamp order, and
+ * call fn for every event (ev borrowed for the call). A damaged or cut-short
+ * segment is reported and decoding goes on after it; fn returning a
+ * negative value stops it. Returns 0 when everything decoded, 1 when
+ * something was damaged or fn failed, -1 when nothing could be decoded.
+ */
+static int decode_all(char **paths, int n, int (*fn)(struct decoded_event *ev, void *userdata),
+		      void *userdata)
+{
+	struct decoder *d = NULL;
+	struct decoded_event ev;
+	bool damaged = false;
+	int r;
+
+	r = decoder_open((const char *const *)paths, (size_t)n, &d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot decode");
+		return -1;
+	}
+	for (;;) {
+		r = decoder_next(d, &ev);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			damaged = true;
+			if (decode_problem(d, r) < 0)
+				break;
+			continue;
+		}
+		if (fn(&ev, userdata) < 0) {
+			damaged = true;
+			break;
+		}
+	}
+	note_unresolved(d);
+	decoder_free(d);
+	return damaged ? 1 : 0;
+}
+
 static void print_frame(struct trace_seq *s, const struct decoded_event *ev, uint16_t i)
 {
 	const char *func;
@@ -148,6 +188,29 @@ static void report_usage(FILE *f)
 		   "  --events   only events, without their stacks\n");
 }
 
+struct report_ctx {
+	struct trace_seq s;
+	long cpu;			/* -1: all */
+	bool events_only;
+};
+
+static int report_event(struct decoded_event *ev, void *userdata)
+{
+	struct report_ctx *ctx = userdata;
+
+	if (ctx->cpu >= 0 && ev->cpu != (unsigned long)ctx->cpu)
+		return 0;
+	/* trace-cmd 3.1.6's words for events the kernel lost before a page */
+	if (ev->lost_before > 0)
+		printf("CPU:%u [%lld EVENTS DROPPED]\n", ev->cpu, ev->lost_before);
+	else if (ev->lost_before < 0)
+		printf("CPU:%u [EVENTS DROPPED]\n", ev->cpu);
+	if (ctx->events_only && ev->is_stack)
+		return 0;
+	print_event(&ctx->s, ev, clock_in_ns(decoder_segment_meta(ev->seg, "clock")));
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -156,14 +219,9 @@ int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	_cleanup_(trace_seq_destroy) struct trace_seq s;
-	struct decoder *d = NULL;
-	struct decoded_event ev;
-	bool events_only = false, damaged = false;
-	long cpu = -1;
+	struct report_ctx ctx = { .cpu = -1 };
 	int c, r;
 
-	trace_seq_init(&s);
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		char *e;
@@ -171,14 +229,14 @@ int cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'c':
 			errno = 0;
-			cpu = strtol(optarg, &e, 10);
-			if (errno || *e || cpu < 0 || cpu >= STACKTAB_MAX_CPUS) {
+			ctx.cpu = strtol(optarg, &e, 10);
+			if (errno || *e || ctx.cpu < 0 || ctx.cpu >= STACKTAB_MAX_CPUS) {
 				log_err("report: invalid CPU '%s'", optarg);
 				return 2;
 			}
 			break;
 		case 'e':
-			events_only = true;
+			ctx.events_only = true;
 			break;
 		case 'h':
 			report_usage(stdout);
@@ -193,39 +251,16 @@ int cmd_report(int argc, char **argv)
 		return 2;
 	}
 
-	r = decoder_open((const char *const *)argv + optind, (size_t)(argc - optind), &d);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot decode");
+	trace_seq_init(&ctx.s);
+	r = decode_all(argv + optind, argc - optind, report_event, &ctx);
+	trace_seq_destroy(&ctx.s);
+	if (r < 0)
 		return 1;
-	}
-	for (;;) {
-		r = decoder_next(d, &ev);
-		if (r == 0)
-			break;
-		if (r < 0) {
-			damaged = true;
-			if (decode_problem(d, r) < 0)
-				break;
-			continue;
-		}
-		if (cpu >= 0 && ev.cpu != (unsigned long)cpu)
-			continue;
-		/* trace-cmd 3.1.6's words for events the kernel lost before a page */
-		if (ev.lost_before > 0)
-			printf("CPU:%u [%lld EVENTS DROPPED]\n", ev.cpu, ev.lost_before);
-		else if (ev.lost_before < 0)
-			printf("CPU:%u [EVENTS DROPPED]\n", ev.cpu);
-		if (events_only && ev.is_stack)
-			continue;
-		print_event(&s, &ev, clock_in_ns(decoder_segment_meta(ev.seg, "clock")));
-	}
-	note_unresolved(d);
-	decoder_free(d);
 	if (fflush(stdout) != 0) {
 		log_errno(LOG_ERR, -errno, "cannot write the report");
 		return 1;
 	}
-	return damaged ? 1 : 0;
+	return r;
 }
 
 /* ---- stacks ---- */
@@ -579,6 +614,25 @@ static int fold_event(struct folds *f, struct buf *b, const struct decoded_event
 	return folds_add(f, (const char *)b->data, b->len);
 }
 
+struct folded_ctx {
+	struct folds f;
+	struct buf b;
+	const char *filter;		/* SYSTEM:NAME or NULL */
+};
+
+static int folded_event(struct decoded_event *ev, void *userdata)
+{
+	struct folded_ctx *ctx = userdata;
+	int r;
+
+	if (!ev->is_stack || (ctx->filter && !event_matches(ev->owner, ctx->filter)))
+		return 0;
+	r = fold_event(&ctx->f, &ctx->b, ev);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot fold stacks");
+	return 0;
+}
+
 int cmd_folded(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -587,19 +641,14 @@ int cmd_folded(int argc, char **argv)
 		{}
 	};
 	const char *usage = "Usage: stackmapctl folded [--event SYSTEM:NAME] SEGMENT...\n";
-	struct folds f = {};
-	struct buf b = {};
-	struct decoder *d = NULL;
-	struct decoded_event ev;
-	const char *filter = NULL;
-	bool damaged = false;
+	struct folded_ctx ctx = {};
 	int c, r;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'e':
-			filter = optarg;
+			ctx.filter = optarg;
 			break;
 		case 'h':
 			printf("%s", usage);
@@ -614,56 +663,35 @@ int cmd_folded(int argc, char **argv)
 		return 2;
 	}
 
-	r = decoder_open((const char *const *)argv + optind, (size_t)(argc - optind), &d);
+	r = decode_all(argv + optind, argc - optind, folded_event, &ctx);
+	buf_done(&ctx.b);
 	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot decode");
+		folds_done(&ctx.f);
 		return 1;
 	}
-	for (;;) {
-		r = decoder_next(d, &ev);
-		if (r == 0)
-			break;
-		if (r < 0) {
-			damaged = true;
-			if (decode_problem(d, r) < 0)
-				break;
-			continue;
-		}
-		if (!ev.is_stack || (filter && !event_matches(ev.owner, filter)))
-			continue;
-		r = fold_event(&f, &b, &ev);
-		if (r < 0) {
-			log_errno(LOG_ERR, r, "cannot fold stacks");
-			damaged = true;
-			break;
-		}
-	}
-	note_unresolved(d);
-	decoder_free(d);
-	buf_done(&b);
 
 	/* Sorted so that equal inputs give equal outputs (diffable flame graph input). */
 	{
-		struct fold *all = calloc(f.nr ? f.nr : 1, sizeof(*all));
+		struct fold *all = calloc(ctx.f.nr ? ctx.f.nr : 1, sizeof(*all));
 		size_t n = 0;
 
 		if (!all) {
-			folds_done(&f);
+			folds_done(&ctx.f);
 			log_errno(LOG_ERR, -ENOMEM, "cannot fold stacks");
 			return 1;
 		}
-		for (size_t i = 0; i < f.nr_slots; i++)
-			if (f.slots[i].key)
-				all[n++] = f.slots[i];
+		for (size_t i = 0; i < ctx.f.nr_slots; i++)
+			if (ctx.f.slots[i].key)
+				all[n++] = ctx.f.slots[i];
 		qsort(all, n, sizeof(*all), fold_cmp);
 		for (size_t i = 0; i < n; i++)
 			printf("%s %" PRIu64 "\n", all[i].key, all[i].count);
 		free(all);
 	}
-	folds_done(&f);
+	folds_done(&ctx.f);
 	if (fflush(stdout) != 0) {
 		log_errno(LOG_ERR, -errno, "cannot write the stacks");
 		return 1;
 	}
-	return damaged ? 1 : 0;
+	return r;
 }
