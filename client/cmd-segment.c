@@ -153,10 +153,6 @@ static int parse_args(int argc, char **argv, bool *ret_json, int *ret_first)
 	return 0;
 }
 
-static void reader_freep(struct segment_reader **r)
-{
-	segment_reader_free(*r);
-}
 
 static const char *open_error(int r)
 {
@@ -171,7 +167,7 @@ static const char *open_error(int r)
 
 static int verify_one(const char *path, bool json)
 {
-	_cleanup_(reader_freep) struct segment_reader *r = NULL;
+	_cleanup_(segment_reader_freep) struct segment_reader *r = NULL;
 	struct segment_record rec;
 	const char *status, *msg = NULL;
 	uint64_t records = 0, off = 0;

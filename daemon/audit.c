@@ -11,14 +11,10 @@
 #include "stacktab.h"
 #include "util.h"
 
-static void reader_freep(struct segment_reader **r)
-{
-	segment_reader_free(*r);
-}
 
 static int load_tables(const char *path, struct stacktab *t)
 {
-	_cleanup_(reader_freep) struct segment_reader *rd = NULL;
+	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	struct segment_record rec;
 	int r;
 
@@ -76,7 +72,7 @@ static int audit_pages(struct stacktab *t, const struct page_layout *l, uint32_t
 int audit_unresolved(const char *path, const struct page_layout *l, uint64_t *ret_refs,
 		     uint64_t *ret_unresolved)
 {
-	_cleanup_(reader_freep) struct segment_reader *rd = NULL;
+	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	struct stacktab *t;
 	struct segment_record rec;
 	uint64_t refs = 0, unresolved = 0;

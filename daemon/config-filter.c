@@ -365,11 +365,7 @@ static int parse_or(struct lexer *l)
 	return r;
 }
 
-static void tep_freep(struct tep_handle **t)
-{
-	if (*t)
-		tep_free(*t);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC_NONNULL(struct tep_handle *, tep_free);
 
 static int check_filter(const char *tracing_dir, const char *system, const char *event,
 			const char *expr, char **ret_error)

@@ -48,10 +48,6 @@ struct tracing {
 	size_t cap_undo;
 };
 
-static void tracing_freep(struct tracing **t)
-{
-	tracing_free(*t);
-}
 
 static int pathf(char buf[static PATH_MAX], const char *fmt, ...) _printf_(2, 3);
 static int pathf(char buf[static PATH_MAX], const char *fmt, ...)

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
+
 struct config;
 struct tracefs_instance;
 
@@ -102,6 +104,7 @@ void tracing_restore(struct tracing *t);
 
 /* Free (calls tracing_restore() first). Returns NULL. */
 struct tracing *tracing_free(struct tracing *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct tracing *, tracing_free);
 
 /* per_cpu/cpuN/stats of our instance. Returns 0 or -errno. */
 int tracing_cpu_stats(struct tracing *t, int cpu, struct tracing_cpu_stats *ret);

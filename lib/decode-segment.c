@@ -103,15 +103,6 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 	return NULL;
 }
 
-static void decoder_segment_freep(struct decoder_segment **s)
-{
-	decoder_segment_free(*s);
-}
-
-static void segment_reader_freep(struct segment_reader **r)
-{
-	segment_reader_free(*r);
-}
 
 static bool host_big_endian(void)
 {

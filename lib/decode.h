@@ -127,6 +127,7 @@ struct decoder *decoder_free(struct decoder *d);
 int decoder_segment_load(const char *path, struct decoder_segment **ret, char **ret_error);
 
 struct decoder_segment *decoder_segment_free(struct decoder_segment *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct decoder_segment *, decoder_segment_free);
 
 /*
  * Problems found in the segment (damaged, cut short, recovered after a

@@ -36,10 +36,6 @@ struct ksyms *ksyms_free(struct ksyms *ks)
 	return NULL;
 }
 
-static void ksyms_freep(struct ksyms **ks)
-{
-	ksyms_free(*ks);
-}
 
 static bool is_text_type(char c)
 {

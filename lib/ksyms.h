@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
+
 struct buf;
 struct ksyms;
 
@@ -40,6 +42,7 @@ int ksyms_load(const char *path, struct ksyms **ret);
 
 /* Free the table (NULL is fine). Returns NULL. */
 struct ksyms *ksyms_free(struct ksyms *ks);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct ksyms *, ksyms_free);
 
 /* Number of distinct text symbols kept. */
 size_t ksyms_count(const struct ksyms *ks);

@@ -31,7 +31,8 @@ void log_set_journal(bool on)
 	use_journal = on;
 }
 
-static void log_emit(int level, const char *const *fields, const char *fmt, va_list ap, int r)
+static void log_emit_suffix(int level, const char *const *fields, const char *fmt, va_list ap,
+			    int r, uint64_t suppressed)
 {
 	char msg[2048];
 	int n;
@@ -42,7 +43,10 @@ static void log_emit(int level, const char *const *fields, const char *fmt, va_l
 	if (n < 0)
 		return;
 	if (r < 0 && (size_t)n < sizeof(msg))
-		(void)snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s", strerror(-r));
+		n += snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s", strerror(-r));
+	if (suppressed > 0 && n >= 0 && (size_t)n < sizeof(msg))
+		(void)snprintf(msg + n, sizeof(msg) - (size_t)n,
+			       " (%" PRIu64 " more since the last message)", suppressed);
 
 	if (use_journal) {
 		struct iovec iov[16];
@@ -73,6 +77,11 @@ static void log_emit(int level, const char *const *fields, const char *fmt, va_l
 	pthread_mutex_unlock(&log_lock);
 }
 
+static void log_emit(int level, const char *const *fields, const char *fmt, va_list ap, int r)
+{
+	log_emit_suffix(level, fields, fmt, ap, r, 0);
+}
+
 void log_msg(int level, const char *fmt, ...)
 {
 	va_list ap;
@@ -99,4 +108,31 @@ void log_struct(int level, const char *const *fields, const char *fmt, ...)
 	va_start(ap, fmt);
 	log_emit(level, fields, fmt, ap, 0);
 	va_end(ap);
+}
+
+int log_ratelimit_errno(struct log_ratelimit *rl, int level, int r, const char *fmt, ...)
+{
+	uint64_t now = now_usec(CLOCK_MONOTONIC), interval, suppressed = 0;
+	bool show = false;
+	va_list ap;
+
+	interval = rl->interval_usec ? rl->interval_usec : LOG_RATELIMIT_INTERVAL_USEC;
+	pthread_mutex_lock(&rl->lock);
+	rl->total++;
+	if (rl->begin_usec == 0 || now - rl->begin_usec >= interval) {
+		rl->begin_usec = now;
+		suppressed = rl->suppressed;
+		rl->suppressed = 0;
+		show = true;
+	} else {
+		rl->suppressed++;
+	}
+	pthread_mutex_unlock(&rl->lock);
+
+	if (show) {
+		va_start(ap, fmt);
+		log_emit_suffix(level, NULL, fmt, ap, r, suppressed);
+		va_end(ap);
+	}
+	return r;
 }

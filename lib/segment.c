@@ -265,10 +265,6 @@ struct segment_writer *segment_writer_free(struct segment_writer *w)
 	return NULL;
 }
 
-static void segment_writer_freep(struct segment_writer **w)
-{
-	segment_writer_free(*w);
-}
 
 static struct segment_writer *writer_alloc(const char *dir, const char *path)
 {
@@ -623,10 +619,6 @@ struct segment_reader *segment_reader_free(struct segment_reader *r)
 	return NULL;
 }
 
-static void segment_reader_freep(struct segment_reader **r)
-{
-	segment_reader_free(*r);
-}
 
 _printf_(3, 4) static int bad(struct segment_reader *r, uint64_t off, const char *fmt, ...)
 {

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
+
 #define SEGMENT_MAGIC "SMAPSEG"		/* 8 bytes with the NUL */
 #define SEGMENT_END_MAGIC "SMAPEND"	/* 8 bytes with the NUL */
 #define SEGMENT_VERSION 1
@@ -151,6 +153,7 @@ int segment_writer_finish(struct segment_writer *w, const struct segment_index *
 
 /* Close without finishing: the .part file stays for recovery. Returns NULL. */
 struct segment_writer *segment_writer_free(struct segment_writer *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct segment_writer *, segment_writer_free);
 
 /* ---- reading ---- */
 
@@ -209,6 +212,7 @@ const struct segment_index *segment_reader_index(const struct segment_reader *r)
 uint64_t segment_reader_file_size(const struct segment_reader *r);
 
 struct segment_reader *segment_reader_free(struct segment_reader *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct segment_reader *, segment_reader_free);
 
 /* Encode/decode an INDEX payload. decode allocates idx->cpus (caller frees). */
 int segment_index_encode(const struct segment_index *idx, uint8_t **ret, size_t *ret_len);

@@ -68,6 +68,24 @@ static inline void fclosep(FILE **f)
 		(void)fclose(*f);
 }
 
+/*
+ * DEFINE_TRIVIAL_CLEANUP_FUNC(struct foo *, foo_free) defines foo_freep(), for
+ * _cleanup_(foo_freep). The destructor must accept NULL.
+ */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                 \
+	static inline _unused_ void func##p(type *p)            \
+	{                                                       \
+		func(*p);                                       \
+	}
+
+/* The same for destructors that do not accept NULL (tep_free, ...). */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC_NONNULL(type, func)         \
+	static inline _unused_ void func##p(type *p)            \
+	{                                                       \
+		if (*p)                                         \
+			func(*p);                               \
+	}
+
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
