@@ -282,6 +282,15 @@ static int write_stacks_locked(struct archive *a, struct archive_segment *s,
 				     a->stacks.len, a->level, a->cctx);
 }
 
+/* The rotation policy's one decision, for the segment being written. */
+static bool segment_due_locked(const struct archive *a, const struct archive_segment *s)
+{
+	uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+	return rotation_due(&a->policy, segment_writer_size(s->writer),
+			    now > s->opened_mono_usec ? now - s->opened_mono_usec : 0);
+}
+
 int archive_append_frame(struct archive *a, const struct archive_frame *f)
 {
 	struct archive_segment *s;
@@ -334,8 +343,7 @@ int archive_append_frame(struct archive *a, const struct archive_frame *f)
 	}
 	atomic_fetch_add(&a->frames, 1);
 	/* under the lock: a request always belongs to the segment that is current */
-	due = a->policy.segment_size && segment_writer_size(s->writer) >= a->policy.segment_size &&
-	      !atomic_exchange(&a->rotate_requested, true);
+	due = segment_due_locked(a, s) && !atomic_exchange(&a->rotate_requested, true);
 out:
 	pthread_mutex_unlock(&a->lock);
 	if (r < 0)
@@ -363,18 +371,6 @@ int archive_append_record(struct archive *a, enum segment_rec_type type, uint32_
 	return r;
 }
 
-int archive_with_current(struct archive *a, int (*fn)(struct archive_segment *seg, void *userdata),
-			 void *userdata)
-{
-	int r = -ESHUTDOWN;
-
-	pthread_mutex_lock(&a->lock);
-	if (a->cur)
-		r = fn(a->cur, userdata);
-	pthread_mutex_unlock(&a->lock);
-	return r;
-}
-
 int archive_rotate_fd(const struct archive *a)
 {
 	return a->rotate_fd;
@@ -386,6 +382,16 @@ bool archive_take_rotate_request(struct archive *a)
 
 	(void)!read(a->rotate_fd, &v, sizeof(v));
 	return atomic_exchange(&a->rotate_requested, false);
+}
+
+bool archive_rotation_due(struct archive *a)
+{
+	bool due;
+
+	pthread_mutex_lock(&a->lock);
+	due = a->cur && segment_due_locked(a, a->cur);
+	pthread_mutex_unlock(&a->lock);
+	return due;
 }
 
 uint64_t archive_age_left(struct archive *a)

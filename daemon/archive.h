@@ -133,14 +133,22 @@ int archive_close(struct archive *a, char **ret_path);
 bool archive_is_open(struct archive *a);
 
 /*
- * An eventfd that becomes readable when a reader saw the segment reach its
- * size limit; main reads it and calls archive_rotate(). Borrowed.
+ * An eventfd that becomes readable when a reader saw the segment become
+ * due (archive_rotation_due()); main reads it and calls archive_rotate().
+ * Borrowed.
  */
 int archive_rotate_fd(const struct archive *a);
 /* Clear the rotate request (after reading the eventfd). True if one was pending. */
 bool archive_take_rotate_request(struct archive *a);
 
-/* Microseconds until the current segment is due by age (UINT64_MAX: never). */
+/*
+ * Whether the segment being written must be finished now, by size or age
+ * (rotation_due(), the one rotation decision; readers ask it after each
+ * frame). False while no segment is open.
+ */
+bool archive_rotation_due(struct archive *a);
+
+/* Microseconds until the current segment is due by age (UINT64_MAX: never), for timers. */
 uint64_t archive_age_left(struct archive *a);
 
 /* Delete the oldest finished segments as the policy says. Main thread. */
@@ -155,13 +163,6 @@ int archive_foreach(struct archive *a, int (*cb)(const char *path, uint64_t byte
 
 /* Directory. Borrowed. */
 const char *archive_directory(const struct archive *a);
-
-/*
- * Run fn(seg, userdata) with the current segment locked (no frame can be
- * appended meanwhile), e.g. to record generations. Returns fn's value.
- */
-int archive_with_current(struct archive *a, int (*fn)(struct archive_segment *seg, void *userdata),
-			 void *userdata);
 
 /* Free without finishing the current segment (it stays .part). Returns NULL. */
 struct archive *archive_free(struct archive *a);

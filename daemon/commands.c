@@ -223,10 +223,8 @@ int commands_request(void *userdata, struct ctl_request *req, const char *comman
 		return reply_list(c, req);
 	if (streq(command, "reload"))
 		return reply_reload(c, req);
-	if (streq(command, "snapshot"))
+	if (streq(command, "snapshot") || streq(command, "rotate"))
 		return recorder_snapshot(c->rec, reply_path, req);
-	if (streq(command, "rotate"))
-		return recorder_rotate(c->rec, reply_path, req);
 	if (streq(command, "reset")) {
 		struct reset_reply *rr = calloc(1, sizeof(*rr));
 

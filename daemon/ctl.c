@@ -253,24 +253,6 @@ static void request_done(struct ctl_request *req, char *text, size_t len)
 		free(req);
 }
 
-int ctl_reply_json(struct ctl_request *req, const char *json)
-{
-	size_t len = strlen(json);
-	char *text;
-
-	if (len > CTL_REPLY_MAX) {
-		(void)ctl_reply_error(req, -EMSGSIZE, "reply too large (%zu bytes)", len);
-		return -EMSGSIZE;
-	}
-	text = strdup(json);
-	if (!text) {
-		(void)ctl_reply_error(req, -ENOMEM, "out of memory");
-		return -ENOMEM;
-	}
-	request_done(req, text, len);
-	return 0;
-}
-
 int ctl_reply(struct ctl_request *req, struct json_writer *w)
 {
 	char *text = NULL;
@@ -318,16 +300,6 @@ int ctl_reply_error(struct ctl_request *req, int error, const char *fmt, ...)
 	}
 	request_done(req, text, strlen(text));
 	return 0;
-}
-
-uid_t ctl_request_peer_uid(const struct ctl_request *req)
-{
-	return req->cred.uid;
-}
-
-pid_t ctl_request_peer_pid(const struct ctl_request *req)
-{
-	return req->cred.pid;
 }
 
 const char *ctl_request_command(const struct ctl_request *req)
@@ -877,14 +849,4 @@ struct ctl *ctl_free(struct ctl *c)
 	free(c->group);
 	free(c);
 	return NULL;
-}
-
-const char *ctl_path(const struct ctl *c)
-{
-	return c->path;
-}
-
-unsigned ctl_clients(const struct ctl *c)
-{
-	return c->nr_clients;
 }

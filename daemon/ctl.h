@@ -39,7 +39,7 @@ struct ctl_handlers {
 	 * valid until it is replied to.
 	 *
 	 * Return 0 to take the request: the handler must then call
-	 * ctl_reply(), ctl_reply_json() or ctl_reply_error() exactly once,
+	 * ctl_reply() or ctl_reply_error() exactly once,
 	 * before returning or later from any other callback of the loop.
 	 * Return a negative errno to have ctl reply with an error instead
 	 * (-EOPNOTSUPP: "unknown command 'X'"; -EINVAL: "invalid argument
@@ -82,21 +82,6 @@ struct ctl *ctl_free(struct ctl *c);
  */
 int ctl_set_group(struct ctl *c, const char *group);
 
-/* Path of the socket (borrowed from c). */
-const char *ctl_path(const struct ctl *c);
-
-/* Number of connected clients. */
-unsigned ctl_clients(const struct ctl *c);
-
-/*
- * Reply with the JSON object json (borrowed, copied), which must carry
- * "version" and "ok" first: build it with ctl_reply_begin() from
- * ctl-proto.h. Frees req. If the client has gone, nothing is sent.
- * Returns 0, or -EMSGSIZE (json longer than CTL_REPLY_MAX: the client
- * gets an error reply instead) or -ENOMEM; req is freed in every case.
- */
-int ctl_reply_json(struct ctl_request *req, const char *json);
-
 /*
  * Close the top-level object that ctl_reply_begin() opened in w (unless the
  * caller already did), finish w and reply with its text. If w latched an error, the client gets an error
@@ -111,10 +96,6 @@ int ctl_reply(struct ctl_request *req, struct json_writer *w);
  * EACCES/EPERM to "permission denied". Frees req. Returns 0 or -ENOMEM.
  */
 int ctl_reply_error(struct ctl_request *req, int error, const char *fmt, ...) _printf_(3, 4);
-
-/* The peer's credentials when it connected (SO_PEERCRED), for logging. */
-uid_t ctl_request_peer_uid(const struct ctl_request *req);
-pid_t ctl_request_peer_pid(const struct ctl_request *req);
 
 /* The request's command word (borrowed from req). */
 const char *ctl_request_command(const struct ctl_request *req);

@@ -46,11 +46,6 @@ void notify_errno(int error)
 	(void)sd_notifyf(0, "ERRNO=%d", error < 0 ? -error : error);
 }
 
-void notify_extend_timeout(uint64_t usec)
-{
-	(void)sd_notifyf(0, "EXTEND_TIMEOUT_USEC=%" PRIu64, usec);
-}
-
 void notify_watchdog(void)
 {
 	(void)sd_notify(0, "WATCHDOG=1");

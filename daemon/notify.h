@@ -32,9 +32,6 @@ void notify_status(const char *fmt, ...) _printf_(1, 2);
 /* ERRNO=<error> (positive or negative errno) before exiting on a failure. */
 void notify_errno(int error);
 
-/* EXTEND_TIMEOUT_USEC=usec: the current start/stop step needs this much longer. */
-void notify_extend_timeout(uint64_t usec);
-
 /* WATCHDOG=1: keep-alive ping; call it from a timer at half notify_watchdog_usec(). */
 void notify_watchdog(void);
 

@@ -372,7 +372,7 @@ static int on_rotate_request(sd_event_source *s, int fd, uint32_t revents, void 
 	/* a reset in progress ends with a rotation of its own */
 	if (archive_take_rotate_request(rec->archive) && rec->state == RECORDER_RECORDING &&
 	    !(rec->gens && generations_busy(rec->gens)))
-		(void)recorder_rotate_now(rec, "size", NULL);
+		(void)recorder_rotate_now(rec, "size or age", NULL);
 	return 0;
 }
 
@@ -392,7 +392,7 @@ static int on_age_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct recorder *rec = userdata;
 
-	if (rec->state == RECORDER_RECORDING && archive_age_left(rec->archive) == 0 &&
+	if (rec->state == RECORDER_RECORDING && archive_rotation_due(rec->archive) &&
 	    !(rec->gens && generations_busy(rec->gens)))
 		(void)recorder_rotate_now(rec, "age", NULL);
 	arm_age_timer(rec);
@@ -863,11 +863,6 @@ int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdat
 	if (!recorder_flush_all(rec, NULL, finish_after_flush, done, userdata))
 		return -ENOMEM;
 	return 0;
-}
-
-int recorder_rotate(struct recorder *rec, recorder_done_fn done, void *userdata)
-{
-	return recorder_snapshot(rec, done, userdata);
 }
 
 int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata)

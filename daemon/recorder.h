@@ -83,12 +83,11 @@ typedef void (*recorder_done_fn)(void *userdata, int r, const char *path);
 
 /*
  * Flush every CPU, take a fresh stack-map snapshot and finish the current
- * segment; done() gets its path. Returns 0 (done will be called) or -errno.
+ * segment; done() gets its path (the "snapshot" and "rotate" requests; the
+ * flight recorder saves its buffer instead). Returns 0 (done will be
+ * called) or -errno.
  */
 int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdata);
-
-/* Same as snapshot; kept separate for logging and future policy. */
-int recorder_rotate(struct recorder *rec, recorder_done_fn done, void *userdata);
 
 /* Start a new kernel stack-map generation now; done() gets NULL path. -EOPNOTSUPP without stackmap. */
 int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata);
