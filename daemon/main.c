@@ -6,14 +6,13 @@
  */
 #include <getopt.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <systemd/sd-event.h>
 
 #include "commands.h"
 #include "config.h"
 #include "ctl.h"
+#include "hook.h"
 #include "log.h"
 #include "notify.h"
 #include "recorder.h"
@@ -21,8 +20,6 @@
 
 #define DEFAULT_CONFIG SYSCONFDIR "/stackmapd.conf"
 #define TRACEFS_DEFAULT "/sys/kernel/tracing"
-
-extern char **environ;
 
 struct daemon {
 	const char *config_path;
@@ -35,7 +32,7 @@ struct daemon {
 	struct commands commands;
 	sd_event *event;
 	sd_event_source *status_timer, *notify_timer, *watchdog_timer;
-	unsigned hooks_running;
+	struct hook *hook;
 };
 
 static void usage(FILE *f)
@@ -83,71 +80,18 @@ static int load_config(struct daemon *d, struct config *c, char **ret_error)
 	return config_check(c, ret_error);
 }
 
-static int on_hook_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
-{
-	struct daemon *d = userdata;
-
-	d->hooks_running--;
-	if (si->si_code != CLD_EXITED || si->si_status != 0)
-		log_warn("segment hook (pid %d) failed with %s %d, continuing", (int)si->si_pid,
-			 si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
-	sd_event_source_unref(s);
-	return 0;
-}
-
 /* Run the configured hook with the finished segment's path; never blocks recording. */
 static void on_segment(void *userdata, const char *path)
 {
 	struct daemon *d = userdata;
-	char *argv[] = { "/bin/sh", "-c", NULL, "stackmapd-hook", (char *)path, NULL };
-	_cleanup_free_ char *cmd = NULL;
-	sd_event_source *child;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
-	pid_t pid;
 	int r;
 
-	if (!d->cfg.hook || !*d->cfg.hook)
-		return;
-	if (d->hooks_running >= 8) {
-		log_warn("8 segment hooks still running, not running it for '%s', continuing", path);
-		return;
-	}
-	if (strprintf(&cmd, "%s \"$1\"", d->cfg.hook) < 0)
-		return;
-	argv[2] = cmd;
-	/*
-	 * An ordinary process: not the signal mask of the event loop (SIGTERM
-	 * blocked, and more), nor its handlers, nor its files. A hook holding
-	 * trace_pipe_raw open would keep the instance from being removed.
-	 */
-	sigemptyset(&none);
-	sigfillset(&all);
-	r = posix_spawnattr_init(&attr);
-	if (r == 0) {
-		r = posix_spawn_file_actions_init(&fa);
-		if (r == 0) {
-			(void)posix_spawnattr_setsigmask(&attr, &none);
-			(void)posix_spawnattr_setsigdefault(&attr, &all);
-			r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-								POSIX_SPAWN_SETSIGDEF);
-			if (r == 0)
-				r = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
-			if (r == 0)
-				r = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
-			posix_spawn_file_actions_destroy(&fa);
-		}
-		posix_spawnattr_destroy(&attr);
-	}
-	if (r != 0) {
-		log_errno(LOG_WARNING, -r, "cannot run the segment hook, continuing");
-		return;
-	}
-	d->hooks_running++;
-	/* the source is released by on_hook_exit() */
-	if (sd_event_add_child(d->event, &child, pid, WEXITED, on_hook_exit, d) < 0)
-		d->hooks_running--;
+	r = hook_run(d->hook, d->cfg.hook_argv, path);
+	if (r == -EBUSY)
+		log_warn("%d segment hooks still running, not running it for '%s', continuing",
+			 HOOK_MAX_RUNNING, path);
+	else if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot run the segment hook, continuing");
 }
 
 static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -284,6 +228,9 @@ static int setup_loop(struct daemon *d)
 	r = sd_event_default(&d->event);
 	if (r < 0)
 		return r;
+	r = hook_new(d->event, &d->hook);
+	if (r < 0)
+		return r;
 	r = sd_event_add_signal(d->event, NULL, SIGTERM, on_stop_signal, d);
 	if (r >= 0)
 		r = sd_event_add_signal(d->event, NULL, SIGINT, on_stop_signal, d);
@@ -415,6 +362,7 @@ int main(int argc, char **argv)
 out:
 	d.ctl = ctl_free(d.ctl);
 	d.rec = recorder_free(d.rec);
+	d.hook = hook_free(d.hook);
 	sd_event_source_disable_unref(d.status_timer);
 	sd_event_source_disable_unref(d.notify_timer);
 	sd_event_source_disable_unref(d.watchdog_timer);

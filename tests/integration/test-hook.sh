@@ -2,7 +2,9 @@
 # The segment hook ([archive] hook): it runs once for every finished
 # segment (rotations, snapshots, the last one at the stop) with the
 # segment's final path, which exists and verifies by then; it runs as an
-# ordinary program (no signal blocked, none of the daemon's files open). A
+# ordinary program (no signal blocked, none of the daemon's files open),
+# started without a shell: its words are split at blanks with no quoting,
+# and the segment path is one argument whatever characters it holds. A
 # hook that fails or hangs never stops recording: the daemon logs a
 # warning and goes on finishing segments, and stops without waiting for
 # it.
@@ -112,6 +114,49 @@ cat "$tmp"/good.fds.* | grep -E 'tracing|smseg|socket:|pipe:|anon_inode:' > "$tm
 [ ! -s "$tmp/good.fds" ] || fail "good: the hook inherited the daemon's files: $(sort -u -k 11 "$tmp/good.fds" | head -5)"
 grep -E '^<[0-3]>|segment hook' "$tmp/daemon.good.log" && fail "good: errors or hook warnings in the daemon log"
 note "good hook: ran once for each of the ${#segs[@]} segments, each complete when it ran"
+
+# ---- no shell: words stay literal, the segment path is one argument ----
+# The directory name holds blanks, quotes and a command substitution; so
+# do the hook's words. A shell would run them (one would create
+# pwned.word) or split them.
+odd="odd dir \$(id -un); '\"x"
+conf "$odd"
+sed -i "s|^hook = .*|hook = $tmp/argv.hook \$(touch $tmp/pwned.word) 'a  \"b;c|" "$tmp/stackmapd.conf"
+cat > "$tmp/argv.hook" <<EOF
+#!/bin/sh
+{ echo "argc \$#"; for a in "\$@"; do echo "arg <\$a>"; done; } > "$tmp/argv.out.\$\$"
+EOF
+chmod 755 "$tmp/argv.hook"
+run argv 1
+stop_daemon || { cat "$tmp/daemon.argv.log"; fail "argv: the daemon exited with $?"; }
+segs=("$tmp/$odd"/*.smseg)
+[ ${#segs[@]} -ge 1 ] || fail "argv: no segment in '$tmp/$odd'"
+for ((i = 0; i < 100; i++)); do
+	outs=("$tmp"/argv.out.*)
+	[ ${#outs[@]} -ge ${#segs[@]} ] && break
+	sleep 0.1
+done
+[ ${#outs[@]} = ${#segs[@]} ] || fail "argv: the hook ran ${#outs[@]} times for ${#segs[@]} segments"
+for out in "${outs[@]}"; do
+	wait_lines "$out" 6 || fail "argv: the hook's output is short: $(cat "$out")"
+done
+[ ! -e "$tmp/pwned.word" ] ||
+	fail "argv: a shell ran the hook's words or the segment path"
+expect="argc 5
+arg <\$(touch>
+arg <$tmp/pwned.word)>
+arg <'a>
+arg <\"b;c>"
+for out in "${outs[@]}"; do
+	[ "$(head -n 5 "$out")" = "$expect" ] ||
+		fail "argv: the hook's arguments are not the literal words: $(cat "$out")"
+	seg=$(sed -n '6s/^arg <\(.*\)>$/\1/p' "$out")
+	[ "$(wc -l < "$out")" = 6 ] && [ -n "$seg" ] && [ -f "$seg" ] &&
+		[ "$(dirname "$seg")" = "$tmp/$odd" ] ||
+		fail "argv: the segment path is not one argument naming a segment: $(cat "$out")"
+done
+grep -E '^<[0-3]>|segment hook' "$tmp/daemon.argv.log" && fail "argv: errors or hook warnings in the daemon log"
+note "no shell: the hook got its words literally and the segment path as one argument"
 
 # ---- a hook that fails: warnings, recording goes on ----
 conf fail

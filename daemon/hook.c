@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Running the segment hook: posix_spawn() of the configured program with
+ * an argument vector (the exec is an execve(), no shell ever parses the
+ * words or the path), and the collection of its exit on the loop.
+ */
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include "hook.h"
+#include "log.h"
+#include "util.h"
+
+extern char **environ;
+
+struct hook {
+	sd_event *event;
+	sd_event_source *children[HOOK_MAX_RUNNING];	/* NULL: free slot */
+};
+
+int hook_new(sd_event *e, struct hook **ret)
+{
+	struct hook *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	h->event = sd_event_ref(e);
+	*ret = h;
+	return 0;
+}
+
+struct hook *hook_free(struct hook *h)
+{
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++)
+		sd_event_source_disable_unref(h->children[i]);
+	sd_event_unref(h->event);
+	free(h);
+	return NULL;
+}
+
+static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
+{
+	struct hook *h = userdata;
+
+	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++)
+		if (h->children[i] == s)
+			h->children[i] = NULL;
+	if (si->si_code != CLD_EXITED || si->si_status != 0)
+		log_warn("segment hook (pid %d) failed with %s %d, continuing", (int)si->si_pid,
+			 si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
+	sd_event_source_unref(s);
+	return 0;
+}
+
+/* argv with path appended; the strings stay borrowed. NULL on ENOMEM. */
+static char **argv_with(char *const *argv, const char *path)
+{
+	size_t n = 0;
+	char **v;
+
+	while (argv[n])
+		n++;
+	v = calloc(n + 2, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		v[i] = argv[i];
+	v[n] = (char *)path;
+	return v;
+}
+
+/*
+ * An ordinary process: not the signal mask of the event loop (SIGTERM
+ * blocked, and more), nor its handlers, nor its files. A hook holding
+ * trace_pipe_raw open would keep the instance from being removed.
+ */
+static int spawn(char *const *argv, pid_t *ret_pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	int r;
+
+	sigemptyset(&none);
+	sigfillset(&all);
+	r = posix_spawnattr_init(&attr);
+	if (r != 0)
+		return -r;
+	r = posix_spawn_file_actions_init(&fa);
+	if (r == 0) {
+		(void)posix_spawnattr_setsigmask(&attr, &none);
+		(void)posix_spawnattr_setsigdefault(&attr, &all);
+		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+		if (r == 0)
+			r = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
+		/* posix_spawn, not posix_spawnp: argv[0] is the absolute path executed */
+		if (r == 0)
+			r = posix_spawn(ret_pid, argv[0], &fa, &attr, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	posix_spawnattr_destroy(&attr);
+	return -r;
+}
+
+int hook_run(struct hook *h, char *const *argv, const char *path)
+{
+	_cleanup_free_ char **v = NULL;
+	size_t slot;
+	pid_t pid;
+	int r;
+
+	if (!argv || !argv[0])
+		return 0;
+	for (slot = 0; slot < HOOK_MAX_RUNNING && h->children[slot]; slot++)
+		;
+	if (slot == HOOK_MAX_RUNNING)
+		return -EBUSY;
+	v = argv_with(argv, path);
+	if (!v)
+		return -ENOMEM;
+	r = spawn(v, &pid);
+	if (r < 0)
+		return r;
+	/*
+	 * The source is released by on_child_exit(). After the loop has
+	 * finished (the last segment, at the stop) the hook runs on but its
+	 * exit is not collected: the slot stays free and it is no error.
+	 */
+	if (sd_event_add_child(h->event, &h->children[slot], pid, WEXITED, on_child_exit, h) < 0)
+		h->children[slot] = NULL;
+	return 0;
+}

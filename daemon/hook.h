@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The segment hook ([archive] hook): runs a program with each finished
+ * segment's path, without a shell and without ever blocking recording.
+ * The program is started with execve() from an argument vector (the
+ * configured words, split at blanks with no quoting, then the segment path
+ * as one more argument, whatever characters it holds), as an ordinary
+ * process: no signal blocked or ignored, none of the daemon's files
+ * beyond stdin, stdout and stderr. At most HOOK_MAX_RUNNING run at once;
+ * their exit is collected on the sd-event loop and a failure logged as a
+ * warning. The daemon does not wait for running hooks when it stops.
+ */
+#ifndef STACKMAPD_HOOK_H
+#define STACKMAPD_HOOK_H
+
+#include <systemd/sd-event.h>
+
+struct hook;
+
+#define HOOK_MAX_RUNNING 8
+
+/*
+ * Create a hook runner on loop e (referenced). SIGCHLD must be blocked in
+ * the calling thread, as sd_event_add_child() needs. On success *ret is
+ * owned by the caller (free with hook_free()). Returns 0 or -ENOMEM.
+ */
+int hook_new(sd_event *e, struct hook **ret);
+
+/*
+ * Stop watching the hooks still running (they run on; their exit is no
+ * longer collected here). Accepts NULL; returns NULL.
+ */
+struct hook *hook_free(struct hook *h);
+
+/*
+ * Start argv[0] (an absolute path) with the arguments argv[1..] and path
+ * appended; argv is NULL-terminated and borrowed for the call, NULL or
+ * empty meaning no hook. Returns 0 when started or there is no hook,
+ * -EBUSY when HOOK_MAX_RUNNING are still running, or -errno when it cannot
+ * be started (a hook that started but cannot be watched counts as
+ * started). Logs nothing: the caller decides.
+ */
+int hook_run(struct hook *h, char *const *argv, const char *path);
+
+#endif
