@@ -15,7 +15,9 @@
  * recorder with the step functions below; doc/stackmap.md describes it.
  * All timestamps are trace-clock values taken from ring-buffer events
  * (usually trace_marker writes the recorder made and then read back).
- * Not thread-safe: the main thread owns the object.
+ * Not thread-safe: the main thread owns the object. The module is
+ * stackmap.c (tracefs, snapshots, resets), stackmap-store.c and
+ * stackmap-tables.c; lib/stackmap-export.c parses the exports.
  */
 #ifndef STACKMAPD_STACKMAP_H
 #define STACKMAPD_STACKMAP_H
@@ -26,12 +28,10 @@
 
 #include "buf.h"
 #include "segment.h"
+#include "stackmap-export.h"
 
 struct config;
 struct stackmap;
-
-/* Ids are hash-table slots: below table_size, at most 2^19 (bits = 18). */
-#define STACKMAP_MAX_IDS (1u << 19)
 
 /* Snapshot content kept for at most this many generations (oldest dropped first). */
 #define STACKMAP_MAX_KEPT_GENERATIONS 256
