@@ -8,15 +8,20 @@
  * drained around the reset, and a per-CPU boundary record in each stream
  * makes the split exact.
  *
- * Every step that needs the readers' data waits on a flush barrier
- * (recorder_flush_all): markers are only known once the pages that hold
- * them have been read.
+ * Every step that needs the readers' data waits on a flush barrier that
+ * the recorder provides (struct generations_ops): markers are only known
+ * once the pages that hold them have been read. Calls go one way: the
+ * recorder calls this module; this module reaches the recorder only
+ * through those callbacks.
  */
+#include <inttypes.h>
+
+#include "archive.h"
 #include "config.h"
 #include "generations.h"
 #include "log.h"
-#include "recorder-internal.h"
 #include "stackmap.h"
+#include "tracing.h"
 #include "util.h"
 
 #define MARKER_RETRIES 40
@@ -32,7 +37,7 @@ enum step {
 };
 
 struct generations {
-	struct recorder *rec;		/* borrowed, owns us */
+	struct generations_params p;	/* borrowed pointers, see generations_new() */
 	struct stackmap *sm;
 	enum step step;
 	enum segment_gen_kind kind;
@@ -42,12 +47,12 @@ struct generations {
 	unsigned retries;
 	uint64_t snap_seq;
 	uint64_t reset_started_usec;
-	recorder_done_fn done;
+	generations_done_fn done;
 	void *userdata;
 	sd_event_source *retry_timer;
 };
 
-int generations_new(struct recorder *rec, struct generations **ret)
+int generations_new(const struct generations_params *p, struct generations **ret)
 {
 	struct generations *g;
 	struct segment_generation first;
@@ -56,8 +61,8 @@ int generations_new(struct recorder *rec, struct generations **ret)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	g->rec = rec;
-	r = stackmap_new(tracing_dir(rec->tracing), rec->cfg, &g->sm);
+	g->p = *p;
+	r = stackmap_new(tracing_dir(p->tracing), p->cfg, &g->sm);
 	if (r < 0)
 		goto fail;
 	r = stackmap_enable(g->sm);
@@ -83,7 +88,7 @@ bool generations_busy(const struct generations *g)
 
 static void finish(struct generations *g, int r)
 {
-	recorder_done_fn done = g->done;
+	generations_done_fn done = g->done;
 
 	g->step = STEP_IDLE;
 	g->done = NULL;
@@ -97,7 +102,7 @@ static void finish(struct generations *g, int r)
 static int write_marker(struct generations *g, char *dst, size_t len, uint32_t gen, const char *what)
 {
 	(void)snprintf(dst, len, "stackmapd: gen %u %s", gen, what);
-	return tracing_write_marker(g->rec->tracing, dst);
+	return tracing_write_marker(g->p.tracing, dst);
 }
 
 /* The new generation has its window: record it and start its segment. */
@@ -123,7 +128,7 @@ static void begin_generation(struct generations *g)
 		return;
 	}
 	segment_generation_encode(&ng, payload);
-	(void)archive_append_record(g->rec->archive, SEGMENT_REC_GENERATION, SEGMENT_NO_CPU, payload,
+	(void)archive_append_record(g->p.archive, SEGMENT_REC_GENERATION, SEGMENT_NO_CPU, payload,
 				    sizeof(payload));
 	{
 		char f_gen[32];
@@ -138,26 +143,30 @@ static void begin_generation(struct generations *g)
 	}
 	/* a new generation starts a new segment */
 	g->step = STEP_IDLE;
-	(void)recorder_rotate_now(g->rec, "new stack-map generation", NULL);
+	g->p.ops->rotate(g->p.userdata, "new stack-map generation");
 	if (ng.generation > 2)
 		(void)stackmap_release_before(g->sm, ng.generation - 1);
 	finish(g, 0);
 }
 
-static void after_flush(struct recorder *rec, struct flush_op *op);
+static void after_flush(struct generations *g);
+
+/* Flush every reader, then cont(g); on failure go on at once with begin_generation(). */
+static void flush_then(struct generations *g, const struct segment_generation *boundary,
+		       void (*cont)(struct generations *g))
+{
+	if (g->p.ops->flush(g->p.userdata, boundary, cont, g) < 0)
+		begin_generation(g);
+}
 
 static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
-	struct generations *g = userdata;
-
-	if (!recorder_flush_all(g->rec, NULL, after_flush, NULL, NULL))
-		begin_generation(g);
+	flush_then(userdata, NULL, after_flush);
 	return 0;
 }
 
-static void after_flush(struct recorder *rec, struct flush_op *op)
+static void after_flush(struct generations *g)
 {
-	struct generations *g = rec->gens;
 	int r;
 
 	/*
@@ -167,7 +176,7 @@ static void after_flush(struct recorder *rec, struct flush_op *op)
 	 */
 	if ((!g->end_ts || !g->begin_ts) && g->retries++ < MARKER_RETRIES) {
 		if (!g->retry_timer)
-			r = sd_event_add_time_relative(rec->event, &g->retry_timer, CLOCK_MONOTONIC,
+			r = sd_event_add_time_relative(g->p.event, &g->retry_timer, CLOCK_MONOTONIC,
 						       MARKER_RETRY_USEC, 0, on_retry_timer, g);
 		else
 			r = sd_event_source_set_time_relative(g->retry_timer, MARKER_RETRY_USEC);
@@ -179,24 +188,21 @@ static void after_flush(struct recorder *rec, struct flush_op *op)
 	begin_generation(g);
 }
 
-static void strict_tracing_on(struct recorder *rec, struct flush_op *op)
+static void strict_tracing_on(struct generations *g)
 {
-	struct generations *g = rec->gens;
 	int r;
 
-	r = tracing_set_on(rec->tracing, true);
+	r = tracing_set_on(g->p.tracing, true);
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot restart tracing after the reset");
 	if (write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin") < 0)
 		log_warn("cannot write the marker after the reset, continuing");
 	g->step = STEP_STRICT_MARKER;
-	if (!recorder_flush_all(rec, NULL, after_flush, NULL, NULL))
-		begin_generation(g);
+	flush_then(g, NULL, after_flush);
 }
 
-static void strict_drained(struct recorder *rec, struct flush_op *op)
+static void strict_drained(struct generations *g)
 {
-	struct generations *g = rec->gens;
 	struct segment_generation boundary = {
 		.generation = g->gen_before + 1,
 		.prev_generation = g->gen_before,
@@ -209,23 +215,22 @@ static void strict_drained(struct recorder *rec, struct flush_op *op)
 	if (r < 0) {
 		log_errno(LOG_WARNING, r, "cannot reset the stack map, continuing in generation %u",
 			  g->gen_before);
-		(void)tracing_set_on(rec->tracing, true);
+		(void)tracing_set_on(g->p.tracing, true);
 		finish(g, r);
 		return;
 	}
 	if (r == 1)
 		g->kind = SEGMENT_GEN_RESET_EXTERNAL;
 	g->step = STEP_STRICT_BOUNDARY;
-	if (!recorder_flush_all(rec, r == 1 ? NULL : &boundary, strict_tracing_on, NULL, NULL)) {
-		(void)tracing_set_on(rec->tracing, true);
+	if (g->p.ops->flush(g->p.userdata, r == 1 ? NULL : &boundary, strict_tracing_on, g) < 0) {
+		(void)tracing_set_on(g->p.tracing, true);
 		finish(g, -ENOMEM);
 	}
 }
 
 static int start_reset(struct generations *g, const char *why)
 {
-	struct recorder *rec = g->rec;
-	bool strict = rec->cfg->reset_mode == CONFIG_RESET_STRICT;
+	bool strict = g->p.cfg->reset_mode == CONFIG_RESET_STRICT;
 	int r;
 
 	g->gen_before = stackmap_generation(g->sm);
@@ -239,12 +244,12 @@ static int start_reset(struct generations *g, const char *why)
 		return r;
 	if (strict) {
 		g->kind = SEGMENT_GEN_RESET_STRICT;
-		r = tracing_set_on(rec->tracing, false);
+		r = tracing_set_on(g->p.tracing, false);
 		if (r < 0)
 			return r;
 		g->step = STEP_STRICT_DRAIN;
-		if (!recorder_flush_all(rec, NULL, strict_drained, NULL, NULL)) {
-			(void)tracing_set_on(rec->tracing, true);
+		if (g->p.ops->flush(g->p.userdata, NULL, strict_drained, g) < 0) {
+			(void)tracing_set_on(g->p.tracing, true);
 			g->step = STEP_IDLE;
 			return -ENOMEM;
 		}
@@ -260,8 +265,7 @@ static int start_reset(struct generations *g, const char *why)
 		g->kind = SEGMENT_GEN_RESET_EXTERNAL;
 	(void)write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin");
 	g->step = STEP_LOSSLESS;
-	if (!recorder_flush_all(rec, NULL, after_flush, NULL, NULL))
-		begin_generation(g);
+	flush_then(g, NULL, after_flush);
 	return 0;
 }
 
@@ -277,8 +281,7 @@ static void start_external(struct generations *g)
 		 "unless both generations agree, continuing");
 	(void)write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin");
 	g->step = STEP_EXTERNAL;
-	if (!recorder_flush_all(g->rec, NULL, after_flush, NULL, NULL))
-		begin_generation(g);
+	flush_then(g, NULL, after_flush);
 }
 
 void generations_marker(struct generations *g, const struct page_marker *m)
@@ -301,7 +304,7 @@ void generations_tick(struct generations *g)
 		return;
 	g->snap_seq++;
 	(void)snprintf(marker, sizeof(marker), STACKMAP_SNAP_MARKER_PREFIX "%" PRIu64, g->snap_seq);
-	r = tracing_write_marker(g->rec->tracing, marker);
+	r = tracing_write_marker(g->p.tracing, marker);
 	r = stackmap_snapshot(g->sm, r < 0 ? 0 : g->snap_seq);
 	if (r > 0 && (r & (STACKMAP_SNAP_EXTERNAL | STACKMAP_SNAP_DISABLED))) {
 		start_external(g);
@@ -315,7 +318,7 @@ void generations_tick(struct generations *g)
 	}
 }
 
-int generations_reset(struct generations *g, recorder_done_fn done, void *userdata)
+int generations_reset(struct generations *g, generations_done_fn done, void *userdata)
 {
 	int r;
 
@@ -361,7 +364,7 @@ int generations_segment_end(struct generations *g, struct archive_segment *seg)
 				    min_ts, max_ts, &stacks, &gens, &addrs);
 	if (r >= 0 && stacks.len)
 		r = segment_writer_append(seg->writer, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data,
-					  stacks.len, g->rec->cfg->compression_level, NULL);
+					  stacks.len, g->p.cfg->compression_level, NULL);
 	for (size_t off = 0; r >= 0 && off + SEGMENT_GENERATION_SIZE <= gens.len;
 	     off += SEGMENT_GENERATION_SIZE)
 		r = segment_writer_append(seg->writer, SEGMENT_REC_GENERATION, SEGMENT_NO_CPU,
@@ -376,21 +379,13 @@ int generations_segment_end(struct generations *g, struct archive_segment *seg)
 
 void generations_set_config(struct generations *g, const struct config *c)
 {
+	g->p.cfg = c;
 	stackmap_set_config(g->sm, c);
 }
 
-void generations_status(struct generations *g, struct recorder_status *st)
+void generations_get_stats(const struct generations *g, struct stackmap_stats *ret)
 {
-	struct stackmap_stats s;
-
-	stackmap_get_stats(g->sm, &s);
-	st->stackmap = true;
-	st->generation = s.generation;
-	st->map_entries = s.entries;
-	st->map_capacity = s.capacity;
-	st->map_drops = s.drops;
-	st->map_success_rate = s.have_stat ? (double)s.success_rate : -1;
-	st->resets = s.resets_own + s.resets_external;
+	stackmap_get_stats(g->sm, ret);
 }
 
 int generations_stats(struct generations *g, struct buf *b)

@@ -10,22 +10,52 @@
 #define STACKMAPD_GENERATIONS_H
 
 #include <stdbool.h>
+#include <systemd/sd-event.h>
 
-#include "recorder.h"
+#include "buf.h"
+#include "segment.h"
+#include "stackmap.h"
 #include "transcode.h"
 
+struct archive;
 struct archive_segment;
 struct config;
 struct generations;
-struct recorder;
+struct tracing;
+
+/* Completion of a reset: r < 0 on failure; path is always NULL here. */
+typedef void (*generations_done_fn)(void *userdata, int r, const char *path);
+
+/* What the module asks of the one that drives the readers (the recorder). */
+struct generations_ops {
+	/*
+	 * Ask every CPU reader to flush what its buffer holds (each appending
+	 * a per-CPU GENERATION record boundary after its frame, unless
+	 * boundary is NULL), then call cont(g) on the loop once all have.
+	 * Returns 0 (cont will be called) or -ENOMEM.
+	 */
+	int (*flush)(void *userdata, const struct segment_generation *boundary,
+		     void (*cont)(struct generations *g), struct generations *g);
+	/* Finish the current segment now (no flush); failures are the callee's to log. */
+	void (*rotate)(void *userdata, const char *why);
+};
+
+struct generations_params {
+	struct tracing *tracing;	/* borrowed: markers, tracing_on */
+	struct archive *archive;	/* borrowed: GENERATION records */
+	sd_event *event;		/* borrowed: the retry timer */
+	const struct config *cfg;	/* borrowed until generations_set_config() */
+	const struct generations_ops *ops;	/* borrowed */
+	void *userdata;			/* passed to ops */
+};
 
 /*
  * Enable the kernel stack map (adopting it if boot capture enabled it) and
- * open generation 1 from the map as found. Returns 0, -EOPNOTSUPP when the
- * kernel has no usable stack map, or -errno. On success *ret is owned by
- * the caller.
+ * open generation 1 from the map as found. p is copied; what it points to
+ * must outlive the object. Returns 0, -EOPNOTSUPP when the kernel has no
+ * usable stack map, or -errno. On success *ret is owned by the caller.
  */
-int generations_new(struct recorder *rec, struct generations **ret);
+int generations_new(const struct generations_params *p, struct generations **ret);
 
 /* A trace marker read back from a CPU's pages. */
 void generations_marker(struct generations *g, const struct page_marker *m);
@@ -34,7 +64,7 @@ void generations_marker(struct generations *g, const struct page_marker *m);
 void generations_tick(struct generations *g);
 
 /* Reset now (request). done() runs when the new generation has begun. Returns 0 or -errno. */
-int generations_reset(struct generations *g, recorder_done_fn done, void *userdata);
+int generations_reset(struct generations *g, generations_done_fn done, void *userdata);
 
 /* True while a reset is in progress (rotations wait for it). */
 bool generations_busy(const struct generations *g);
@@ -46,8 +76,8 @@ int generations_segment_end(struct generations *g, struct archive_segment *seg);
 /* A reloaded config (borrowed from then on). */
 void generations_set_config(struct generations *g, const struct config *c);
 
-/* Figures for status. */
-void generations_status(struct generations *g, struct recorder_status *st);
+/* The stack map's counters, for status. */
+void generations_get_stats(const struct generations *g, struct stackmap_stats *ret);
 
 /* STATS keys for a segment's tail. */
 int generations_stats(struct generations *g, struct buf *b);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The recorder's state, shared by recorder.c (start, stop, segments,
- * requests) and generations.c (the kernel stack map). Nothing else includes
- * this header.
+ * The recorder's state, shared by the files of the recorder module and
+ * nothing else: recorder.c (lifecycle, flush barriers, timers),
+ * recorder-segment.c (segment heads and tails), flight.c (the flight
+ * recorder) and recorder-status.c. Other modules, generations.c included,
+ * see only recorder.h or the callbacks the recorder hands them.
  */
 #ifndef STACKMAPD_RECORDER_INTERNAL_H
 #define STACKMAPD_RECORDER_INTERNAL_H
@@ -17,6 +19,8 @@
 
 struct generations;
 
+#define TRIGGER_POLL_USEC (250 * USEC_PER_MSEC)
+
 struct file_item {
 	char *name;
 	void *data;
@@ -29,6 +33,8 @@ struct flush_op {
 	void (*cont)(struct recorder *rec, struct flush_op *op);
 	recorder_done_fn done;
 	void *userdata;
+	void (*gens_cont)(struct generations *g);	/* for the generations' barriers */
+	struct generations *gens;
 };
 
 struct recorder {
@@ -65,10 +71,13 @@ struct recorder {
 	uint64_t unresolved;
 };
 
+/* Whether the config says flight recorder. */
+bool recorder_flight(const struct recorder *rec);
+
 /*
  * Ask every reader to flush (with an optional per-CPU generation boundary
  * after its frame); cont runs on the main loop once all have. Returns the
- * operation or NULL (ENOMEM).
+ * operation (owned by the recorder) or NULL (ENOMEM).
  */
 struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_generation *boundary,
 				    void (*cont)(struct recorder *rec, struct flush_op *op),
@@ -76,5 +85,30 @@ struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_g
 
 /* Finish the current segment now (no flush). Returns 0 or -errno; logs. */
 int recorder_rotate_now(struct recorder *rec, const char *why, char **ret_path);
+
+/* recorder-segment.c: the archive's hooks (userdata: the recorder). */
+extern const struct archive_hooks recorder_archive_hooks;
+
+/* Collect one decode file (event format...) for every segment's head; a tracing callback. */
+int recorder_collect_file(const char *name, const void *data, size_t len, void *userdata);
+void recorder_files_free(struct recorder *rec);
+
+/* Page layout and event ids from tracefs, for the transcoder and META. Returns 0 or -errno. */
+int recorder_setup_layout(struct recorder *rec);
+
+/* Add the format of the daemon's own stack_ref event to the decode files. 0 or -ENOMEM. */
+int recorder_add_stack_ref_format(struct recorder *rec);
+
+/* uname, hostname, boot id and a random recording id, for META. */
+void recorder_read_host_identity(struct recorder *rec);
+
+/* flight.c: save what the buffer holds now into one segment; done() gets its path. */
+int flight_capture(struct recorder *rec, recorder_done_fn done, void *userdata);
+
+/* flight.c: the trigger stopped the buffer: save it (logs). */
+void flight_trigger_save(struct recorder *rec);
+
+/* flight.c: timer callback polling the trigger every TRIGGER_POLL_USEC (userdata: rec). */
+int flight_on_trigger_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 #endif

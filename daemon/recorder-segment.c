@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the recorder puts in each segment besides the readers' frames: the
+ * head (META, the config, the event formats and page layout collected once
+ * at start, the stack-map generation in force) and the tail (tasks, the
+ * stack-map tables, the kallsyms subset, the count of unresolved stack
+ * ids, per-CPU and stack-map STATS), given to the archive as its hooks;
+ * and the host and kernel facts the head names.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+
+#include "archive.h"
+#include "audit.h"
+#include "config.h"
+#include "cpu_reader.h"
+#include "generations.h"
+#include "ksyms.h"
+#include "log.h"
+#include "recorder-internal.h"
+#include "tracing.h"
+#include "util.h"
+
+#define STACK_REF_EVENT_ID 65000
+
+void recorder_files_free(struct recorder *rec)
+{
+	for (size_t i = 0; i < rec->nr_files; i++) {
+		free(rec->files[i].name);
+		free(rec->files[i].data);
+	}
+	free(rec->files);
+	rec->files = NULL;
+	rec->nr_files = 0;
+}
+
+int recorder_collect_file(const char *name, const void *data, size_t len, void *userdata)
+{
+	struct recorder *rec = userdata;
+	struct file_item *f;
+
+	f = realloc(rec->files, (rec->nr_files + 1) * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	rec->files = f;
+	f = &rec->files[rec->nr_files];
+	f->name = strdup(name);
+	f->data = malloc(len + 1);
+	if (!f->name || !f->data) {
+		free(f->name);
+		free(f->data);
+		return -ENOMEM;
+	}
+	/* NUL-terminated too: formats are searched as text */
+	memcpy(f->data, data, len);
+	((char *)f->data)[len] = '\0';
+	f->len = len;
+	rec->nr_files++;
+	return 0;
+}
+
+static int write_meta(struct recorder *rec, struct archive_segment *seg)
+{
+	_cleanup_free_ char *clock = tracing_clock(rec->tracing);
+	struct buf m = { 0 };
+	int r;
+
+	r = buf_printf(&m,
+		       "format_version=%d\nproducer=stackmapd %s\nboot_id=%s\n"
+		       "kernel_release=%s\nkernel_version=%s\nhostname=%s\nmachine=%s\n"
+		       "page_size=%u\nnr_cpus=%u\nclock=%s\nbyte_order=%s\nlong_size=%zu\n"
+		       "instance=%s\nrecording_id=%s\nsegment_seq=%" PRIu64 "\n"
+		       "opened_usec=%" PRIu64 "\nstack_mode=%s\nstack_ref_event_id=%d\n"
+		       "stack_id_event_id=%d\nkernel_stack_event_id=%d\nprint_event_id=%d\n",
+		       SEGMENT_VERSION, PACKAGE_VERSION, rec->boot_id ? rec->boot_id : "",
+		       rec->uts.release, rec->uts.version, rec->hostname, rec->uts.machine,
+		       rec->layout.page_size, rec->nr_cpus, clock ? clock : "local",
+		       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "little" : "big", sizeof(long),
+		       tracing_instance_name(rec->tracing), rec->recording_id, seg->seq,
+		       seg->opened_realtime_usec, rec->gens ? "stackmap" : "full",
+		       rec->layout.stack_ref_id,
+		       MAX(rec->layout.stack_id_id, 0), rec->layout.kernel_stack_id,
+		       rec->layout.print_id);
+	if (r == 0) {
+		r = buf_printf(&m, "online_cpus=");
+		for (unsigned i = 0; r == 0 && i < rec->nr_readers; i++)
+			r = buf_printf(&m, "%s%d", i ? "," : "", cpu_reader_cpu(rec->readers[i]));
+		if (r == 0)
+			r = buf_printf(&m, "\n");
+	}
+	if (r == 0)
+		r = segment_writer_append(seg->writer, SEGMENT_REC_META, SEGMENT_NO_CPU, m.data,
+					  m.len, 0, NULL);
+	buf_done(&m);
+	return r;
+}
+
+static int segment_begin(void *userdata, struct archive_segment *seg)
+{
+	struct recorder *rec = userdata;
+	int level = rec->cfg->compression_level;
+	int r;
+
+	r = write_meta(rec, seg);
+	if (r < 0)
+		return r;
+	if (rec->gens)
+		generations_segment_begin(rec->gens, seg);
+	if (rec->cfg->text) {
+		r = segment_writer_append_file(seg->writer, "config", rec->cfg->text,
+					       strlen(rec->cfg->text), level);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < rec->nr_files; i++) {
+		r = segment_writer_append_file(seg->writer, rec->files[i].name, rec->files[i].data,
+					       rec->files[i].len, level);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int append_file_to(const char *name, const void *data, size_t len, void *userdata)
+{
+	struct segment_writer *w = userdata;
+
+	return segment_writer_append_file(w, name, data, len, 1);
+}
+
+static int write_cpu_stats(struct recorder *rec, struct archive_segment *seg)
+{
+	struct buf s = { 0 };
+	int r = 0;
+
+	for (unsigned i = 0; r == 0 && i < rec->nr_readers; i++) {
+		int cpu = cpu_reader_cpu(rec->readers[i]);
+		struct tracing_cpu_stats now = { 0 }, *base = &rec->kstats_base[cpu];
+		struct cpu_reader_stats rs;
+		uint64_t kernel_lost, overrun, on_pages;
+
+		if (tracing_cpu_stats(rec->tracing, cpu, &now) < 0)
+			continue;
+		cpu_reader_get_stats(rec->readers[i], &rs);
+		/*
+		 * Dropped events (buffer full, no overwrite) appear on no page.
+		 * Overwritten ones (overwrite: the flight recorder) are counted
+		 * in the header of the next page read, already in the index:
+		 * only what the pages did not count is added.
+		 */
+		kernel_lost = now.dropped - MIN(now.dropped, base->dropped);
+		overrun = now.overrun - MIN(now.overrun, base->overrun);
+		on_pages = (unsigned)cpu < seg->nr_cpus ? seg->cpus[cpu].lost_events : 0;
+		if (overrun > on_pages)
+			kernel_lost += overrun - on_pages;
+		if ((unsigned)cpu < seg->nr_cpus)
+			seg->cpus[cpu].lost_events += kernel_lost;
+		buf_reset(&s);
+		r = buf_printf(&s,
+			       "entries=%" PRIu64 "\noverrun=%" PRIu64 "\ncommit_overrun=%" PRIu64
+			       "\ndropped=%" PRIu64 "\nread_events=%" PRIu64
+			       "\nlost_events=%" PRIu64 "\npages=%" PRIu64 "\nbytes=%" PRIu64
+			       "\nparse_errors=%" PRIu64 "\n",
+			       now.entries, now.overrun, now.commit_overrun, now.dropped,
+			       now.read_events, rs.lost_events + kernel_lost, rs.pages, rs.raw_bytes,
+			       rs.parse_errors);
+		if (r == 0)
+			r = segment_writer_append(seg->writer, SEGMENT_REC_STATS, (uint32_t)cpu,
+						  s.data, s.len, 0, NULL);
+		*base = now;
+	}
+	buf_done(&s);
+	return r;
+}
+
+static int segment_end(void *userdata, struct archive_segment *seg)
+{
+	struct recorder *rec = userdata;
+	struct buf syms = { 0 };
+	int r;
+
+	r = tracing_collect_tasks(rec->tracing, append_file_to, seg->writer);
+	if (r < 0)
+		return r;
+	if (rec->gens) {
+		r = generations_segment_end(rec->gens, seg);
+		if (r < 0)
+			return r;
+	}
+	if (rec->ksyms && seg->addrs.len) {
+		r = ksyms_subset(rec->ksyms, (const uint64_t *)seg->addrs.data, seg->addrs.len / 8,
+				 &syms);
+		if (r >= 0 && syms.len)
+			r = segment_writer_append_file(seg->writer, "kallsyms", syms.data, syms.len,
+						       rec->cfg->compression_level);
+		buf_done(&syms);
+		if (r < 0)
+			return r;
+	}
+	if (rec->gens) {
+		uint64_t refs = 0, unresolved = 0;
+
+		/* exactly what a reader of this segment will not resolve */
+		r = audit_unresolved(segment_writer_path(seg->writer), &rec->layout, &refs,
+				     &unresolved);
+		if (r < 0)
+			log_errno(LOG_WARNING, r, "cannot count the unresolved stack ids of '%s', continuing",
+				  segment_writer_path(seg->writer));
+		seg->unresolved = unresolved;
+		rec->unresolved += unresolved;
+		if (unresolved)
+			log_notice("%" PRIu64 " of %" PRIu64 " stack ids in '%s' cannot be resolved "
+				   "(reset windows)", unresolved, refs, segment_writer_path(seg->writer));
+	}
+	r = write_cpu_stats(rec, seg);
+	if (r < 0 || !rec->gens)
+		return r;
+	r = generations_stats(rec->gens, &syms);
+	if (r == 0)
+		r = segment_writer_append(seg->writer, SEGMENT_REC_STATS, SEGMENT_NO_CPU, syms.data,
+					  syms.len, 0, NULL);
+	buf_done(&syms);
+	return r;
+}
+
+static void segment_finished(void *userdata, const char *path, const struct archive_segment *seg)
+{
+	struct recorder *rec = userdata;
+	uint64_t events = 0, lost = 0;
+	char f_path[4200], f_lost[64];
+	const char *fields[] = { f_path, f_lost, NULL };
+
+	for (unsigned i = 0; i < seg->nr_cpus; i++) {
+		events += seg->cpus[i].events;
+		lost += seg->cpus[i].lost_events;
+	}
+	(void)snprintf(f_path, sizeof(f_path), "SEGMENT=%s", path);
+	(void)snprintf(f_lost, sizeof(f_lost), "LOST_EVENTS=%" PRIu64, lost);
+	log_struct(lost ? LOG_WARNING : LOG_INFO, fields,
+		   "finished segment '%s': %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
+		   " daemon stacks",
+		   path, events, lost, seg->dstacks);
+	if (rec->on_segment)
+		rec->on_segment(rec->userdata, path);
+}
+
+int recorder_setup_layout(struct recorder *rec)
+{
+	_cleanup_free_ char *hp = NULL, *path = NULL;
+	int r, id;
+
+	if (strprintf(&path, "%s/events/header_page", tracing_dir(rec->tracing)) < 0)
+		return -ENOMEM;
+	r = read_file(path, &hp, NULL);
+	if (r < 0)
+		return r;
+	rec->layout.page_size = (unsigned)tracing_page_size(rec->tracing);
+	rec->layout.kernel_stack_id = tracing_event_id(rec->tracing, "ftrace", "kernel_stack");
+	rec->layout.stack_id_id = tracing_event_id(rec->tracing, "ftrace", "stack_id");
+	rec->layout.print_id = tracing_event_id(rec->tracing, "ftrace", "print");
+	if (page_layout_parse(hp, &rec->layout) < 0) {
+		/* an unknown page layout: store pages as read, without transcoding */
+		log_warn("unknown ring-buffer page layout, storing pages unchanged");
+		rec->layout.commit_offset = 8;
+		rec->layout.commit_size = sizeof(long);
+		rec->layout.data_offset = 8 + sizeof(long);
+		rec->layout.stack_ref_id = -1;
+		return 0;
+	}
+	/* an id no format stored in the segment uses */
+	id = STACK_REF_EVENT_ID;
+	for (bool clash = true; clash; ) {
+		clash = false;
+		for (size_t i = 0; i < rec->nr_files; i++) {
+			const char *p = strstr(rec->files[i].data, "\nID: ");
+
+			if (startswith(rec->files[i].name, "events/") && p && atoi(p + 5) == id) {
+				id--;
+				clash = true;
+			}
+		}
+	}
+	rec->layout.stack_ref_id = id;
+	return 0;
+}
+
+int recorder_add_stack_ref_format(struct recorder *rec)
+{
+	struct buf f = { 0 };
+	int r;
+
+	if (rec->layout.stack_ref_id < 0)
+		return 0;
+	r = page_layout_stack_ref_format(rec->layout.stack_ref_id, &f);
+	if (r == 0)
+		r = recorder_collect_file("events/stackmapd/stack_ref/format", f.data, f.len, rec);
+	buf_done(&f);
+	return r;
+}
+
+void recorder_read_host_identity(struct recorder *rec)
+{
+	char *id = NULL;
+	uint8_t rnd[16];
+	int fd;
+
+	(void)uname(&rec->uts);
+	if (gethostname(rec->hostname, sizeof(rec->hostname) - 1) < 0)
+		strcpy(rec->hostname, "unknown");
+	if (read_file("/proc/sys/kernel/random/boot_id", &id, NULL) == 0) {
+		id[strcspn(id, "\n")] = '\0';
+		rec->boot_id = id;
+	}
+	memset(rnd, 0, sizeof(rnd));
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!read(fd, rnd, sizeof(rnd));
+		close(fd);
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		(void)snprintf(rec->recording_id + 2 * i, 3, "%02x", rnd[i] ^ (uint8_t)(getpid() >> (i % 4)));
+}
+
+const struct archive_hooks recorder_archive_hooks = {
+	.begin = segment_begin,
+	.end = segment_end,
+	.finished = segment_finished,
+};
+
