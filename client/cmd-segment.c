@@ -6,11 +6,9 @@
 #include <inttypes.h>
 #include <time.h>
 
-#include <event-parse.h>
-#include <kbuffer.h>
-
 #include "commands.h"
 #include "log.h"
+#include "page-walk.h"
 #include "segment.h"
 #include "stacktab.h"
 #include "util.h"
@@ -247,7 +245,6 @@ int cmd_verify(int argc, char **argv)
 /* ---- info ---- */
 
 #define MAX_META 256
-#define PAGE_SLACK 64	/* zeros after a page: the parser may read an event header past the data */
 
 struct cpu_stat {
 	uint32_t cpu;
@@ -283,10 +280,6 @@ struct info {
 	size_t page_size;
 	unsigned int long_size;
 	bool big_endian;
-	struct tep_handle *tep;
-	struct kbuffer *kbuf;		/* NULL: events cannot be counted */
-	uint8_t *page;
-	size_t page_cap;
 	uint64_t bad_pages;		/* malformed pages (and the rest of their record) */
 
 	struct cpu_stat *cpus;
@@ -305,11 +298,6 @@ static void info_done(struct info *in)
 	segment_reader_free(in->r);
 	free(in->meta);
 	free(in->header_page);
-	if (in->kbuf)
-		kbuffer_free(in->kbuf);
-	if (in->tep)
-		tep_free(in->tep);
-	free(in->page);
 	free(in->cpus);
 	for (size_t i = 0; i < in->n_notes; i++)
 		free(in->notes[i].text);
@@ -383,146 +371,66 @@ static struct cpu_stat *cpu_get(struct info *in, uint32_t cpu)
 }
 
 /*
- * Set up a page parser from META and the header_page FILE (when it came
- * before the first PAGES record, as the daemon writes it). Without one,
- * pages and bytes are still counted, events are not.
+ * The page format from META and the header_page FILE (when it came before
+ * the first PAGES record, as the daemon writes it): header_page knows the
+ * size of the commit word better than META's long_size.
  */
-static int pages_setup(struct info *in)
+static void pages_setup(struct info *in)
 {
 	const char *bo = meta_get(in, "byte_order");
 	uint64_t ps = meta_u64(in, "page_size", 0);
+	unsigned int size;
 
 	in->pages_ready = true;
 	in->long_size = meta_u64(in, "long_size", 8) == 4 ? 4 : 8;
+	if (in->header_page && page_walk_header_commit_size(in->header_page, &size) == 0)
+		in->long_size = size;
 	in->big_endian = bo && streq(bo, "big");
 	/* A compacted page is at most 1 MiB of data plus its header and missed count. */
-	in->page_size = ps && ps <= (SEGMENT_PAGE_COMMIT_MASK + 1) ? (size_t)ps : 0;
-	in->page_cap = (in->page_size ? in->page_size : SEGMENT_PAGE_COMMIT_MASK + 1 + 32) +
-		       PAGE_SLACK;
-	in->page = malloc(in->page_cap);
-	if (!in->page)
-		return -ENOMEM;
-
-	if (in->header_page) {
-		in->tep = tep_alloc();
-		if (!in->tep)
-			return -ENOMEM;
-		tep_set_file_bigendian(in->tep, in->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-		tep_set_long_size(in->tep, (int)in->long_size);
-		if (tep_parse_header_page(in->tep, in->header_page, in->header_page_len,
-					  (int)in->long_size) == 0) {
-			int size = tep_get_header_page_size(in->tep);
-
-			if (size == 4 || size == 8)
-				in->long_size = (unsigned int)size;
-		}
-	}
-	/*
-	 * Not tep_kbuffer(): in libtraceevent 1.7 it sizes the commit word by
-	 * the tep's long size, not by header_page, and our page checks must
-	 * read the very same commit word as the parser.
-	 */
-	in->kbuf = kbuffer_alloc(in->long_size == 4 ? KBUFFER_LSIZE_4 : KBUFFER_LSIZE_8,
-				 in->big_endian ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
-	return 0;
-}
-
-static uint32_t page_u32(const struct info *in, const uint8_t *p)
-{
-	if (in->big_endian)
-		return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+	in->page_size = ps && ps <= PAGE_COMMIT_MASK + 1 ? (size_t)ps : 0;
 }
 
 /*
- * kbuffer follows the event lengths in a page without checking them: a
- * padding event of length -4 makes it loop forever, and lengths wrap
- * around 32 bits. Walk the chain as kbuffer will (see translate_data() in
- * libtraceevent's kbuffer-parse.c) and accept the page only if every step
- * moves forward. data holds size bytes of events and is zero-padded; the
- * walk reads at most 8 bytes from an offset below size.
+ * Count the pages of one PAGES record, their events and lost events. A page
+ * the walker rejects is counted as malformed; when its header is bad, the
+ * rest of the record cannot be found and is not counted.
  */
-static bool page_events_sane(const struct info *in, const uint8_t *data, uint32_t size)
-{
-	uint64_t curr = 0, next;
-
-	while (curr < size) {
-		uint32_t h = page_u32(in, data + curr);
-		uint32_t type_len = in->big_endian ? h >> 27 : h & 31, len;
-
-		switch (type_len) {
-		case KBUFFER_TYPE_PADDING:
-			next = curr + 4 + page_u32(in, data + curr + 4);
-			break;
-		case KBUFFER_TYPE_TIME_EXTEND:
-		case KBUFFER_TYPE_TIME_STAMP:
-			next = curr + 8;
-			break;
-		case 0:
-			len = page_u32(in, data + curr + 4);
-			if (len < 4)
-				return false;
-			next = curr + 8 + (((uint64_t)len - 4 + 3) & ~UINT64_C(3));
-			break;
-		default:
-			next = curr + 4 + 4 * (uint64_t)type_len;
-			break;
-		}
-		if (next > UINT32_MAX)
-			return false;
-		curr = next;
-	}
-	return true;
-}
-
-/* Count the pages of one PAGES record, and their events and lost events. */
 static void scan_pages(struct info *in, struct cpu_stat *c, const uint8_t *data, size_t len)
 {
+	struct page_format f = { in->long_size, in->big_endian, in->page_size };
 	size_t off = 0;
 
 	while (off < len) {
-		unsigned long long ts;
-		uint32_t commit;
-		int n, missed;
-		void *ev;
+		struct page_walk w;
+		struct page_entry e;
+		int k;
 
-		n = segment_page_len(data + off, len - off, in->long_size, in->big_endian,
-				     in->page_size);
-		if (n < 0) {
+		k = page_walk_init(&w, &f, data + off, len - off);
+		if (k < 0) {
 			in->bad_pages++;
 			return;
 		}
 		c->pages++;
-		/*
-		 * Pages are stored compacted: pad to the page size for the
-		 * parser (to the page and some slack if the size is unknown).
-		 */
-		memcpy(in->page, data + off, (size_t)n);
-		memset(in->page + n, 0, MAX(in->page_size, (size_t)n) + PAGE_SLACK - (size_t)n);
-		off += (size_t)n;
-		if (!in->kbuf)
-			continue;
-		/* The low half of the commit word holds the length of the events. */
-		commit = page_u32(in, in->page + 8 + (in->big_endian ? in->long_size - 4 : 0));
-		if (!page_events_sane(in, in->page + 8 + in->long_size,
-				      commit & SEGMENT_PAGE_COMMIT_MASK)) {
+		off += w.stored_len;
+		while ((k = page_walk_next(&w, &e)) > 0) {
+			if (e.kind != PAGE_ENTRY_DATA)
+				continue;
+			if (!c->events)
+				c->first_ts = e.ts;
+			c->last_ts = e.ts;
+			c->events++;
+		}
+		if (k < 0) {
 			in->bad_pages++;
 			continue;
 		}
-		if (kbuffer_load_subbuffer(in->kbuf, in->page) < 0)
+		/* As kbuffer counts them: the stored count only with MISSED_EVENTS. */
+		if (!(w.commit_word & PAGE_MISSED_EVENTS))
 			continue;
-		missed = kbuffer_missed_events(in->kbuf);
-		if (missed > 0)
-			c->lost += (uint64_t)missed;
-		else if (missed < 0)
+		if (w.commit_word & PAGE_MISSED_STORED)
+			c->lost += w.missed;
+		else
 			c->lost_unknown++;
-		ev = kbuffer_read_event(in->kbuf, &ts);
-		for (; ev; ev = kbuffer_next_event(in->kbuf, &ts)) {
-			if (!c->events)
-				c->first_ts = ts;
-			c->last_ts = ts;
-			c->events++;
-		}
 	}
 }
 
@@ -566,11 +474,8 @@ static int info_record(struct info *in, const struct segment_record *rec)
 			return -ENOMEM;
 		c->stored_bytes += rec->stored_len;
 		c->raw_bytes += rec->len;
-		if (!in->pages_ready) {
-			k = pages_setup(in);
-			if (k < 0)
-				return k;
-		}
+		if (!in->pages_ready)
+			pages_setup(in);
 		scan_pages(in, c, rec->data, rec->len);
 		return 0;
 	case SEGMENT_REC_STACKS:

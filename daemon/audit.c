@@ -40,18 +40,16 @@ static int load_tables(const char *path, struct stacktab *t)
 static int audit_pages(struct stacktab *t, const struct page_layout *l, uint32_t cpu,
 		       const uint8_t *data, size_t len, uint64_t *refs, uint64_t *unresolved)
 {
+	struct page_format f = page_layout_format(l);
 	size_t off = 0;
 
 	while (off < len) {
-		struct page_iter it;
-		struct page_event ev;
-		int plen, r;
+		struct page_walk w;
+		struct page_entry ev;
+		int r;
 
-		plen = segment_page_len(data + off, len - off, l->commit_size, false, l->page_size);
-		if (plen < 0)
-			return plen;
-		r = page_iter_init(&it, l, data + off, (size_t)plen);
-		while (r == 0 && (r = page_iter_next(&it, &ev)) > 0) {
+		r = page_walk_init(&w, &f, data + off, len - off);
+		while (r == 0 && (r = page_walk_next(&w, &ev)) > 0) {
 			int32_t id;
 
 			if (ev.type != l->stack_id_id || ev.len < 12)
@@ -64,7 +62,7 @@ static int audit_pages(struct stacktab *t, const struct page_layout *l, uint32_t
 		}
 		if (r < 0)
 			return -EBADMSG;
-		off += (size_t)plen;
+		off += w.stored_len;
 	}
 	return 0;
 }

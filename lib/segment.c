@@ -24,7 +24,6 @@
 #include "util.h"
 
 #define INDEX_HDR_SIZE 16
-#define PAGE_COMMIT_UNUSED 0x3ff00000u	/* commit word bits 20-29 */
 #define INDEX_CPU_SIZE 56
 
 /* Decoded record header. */
@@ -198,42 +197,6 @@ int segment_index_decode(const void *buf, size_t len, struct segment_index *ret)
 		.cpus = cpus,
 	};
 	return 0;
-}
-
-/* ---- pages ---- */
-
-int segment_page_len(const void *buf, size_t len, unsigned int long_size, bool big_endian,
-		     size_t page_size)
-{
-	const uint8_t *p = buf;
-	size_t hdr, total;
-	uint64_t commit = 0;
-
-	if (long_size != 4 && long_size != 8)
-		return -EINVAL;
-	hdr = 8 + long_size;
-	if (len < hdr)
-		return -EBADMSG;
-	for (unsigned int i = 0; i < long_size; i++) {
-		unsigned int k = big_endian ? i : long_size - 1 - i;
-
-		commit = commit << 8 | p[8 + k];
-	}
-	/*
-	 * Bits 20-29 are unused by the kernel; set, they would make a page
-	 * parser (kbuffer masks 27 bits) read past the data we stored, so such
-	 * a page is malformed. Bits 32 and up are ignored: the kernel adds
-	 * RB_MISSED_EVENTS as the int (1 << 31), which 64-bit kernels
-	 * sign-extend into them.
-	 */
-	if (commit & PAGE_COMMIT_UNUSED)
-		return -EBADMSG;
-	total = hdr + (commit & SEGMENT_PAGE_COMMIT_MASK);
-	if (commit & SEGMENT_PAGE_MISSED_STORED)
-		total += long_size;
-	if (total > len || (page_size && total > page_size))
-		return -EBADMSG;
-	return (int)total;
 }
 
 /* ---- writing ---- */

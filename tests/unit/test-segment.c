@@ -838,42 +838,6 @@ static void test_codecs(void)
 	CHECK(segment_rec_type_name(0) == NULL && segment_rec_type_name(99) == NULL);
 }
 
-static void test_page_len(void)
-{
-	uint8_t page[4096] = { 0 };
-
-	put_le32(page + 8, 100);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 116);
-	CHECK(segment_page_len(page, 115, 8, false, 4096) == -EBADMSG);
-	CHECK(segment_page_len(page, 116, 8, false, 0) == 116);
-	CHECK(segment_page_len(page, sizeof(page), 4, false, 4096) == 112);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 100) == -EBADMSG);
-	CHECK(segment_page_len(page, sizeof(page), 3, false, 4096) == -EINVAL);
-	put_le32(page + 8, 100 | SEGMENT_PAGE_MISSED_EVENTS | SEGMENT_PAGE_MISSED_STORED);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 124);
-	CHECK(segment_page_len(page, sizeof(page), 4, false, 4096) == 116);
-	/* A 64-bit kernel sign-extends RB_MISSED_EVENTS into the upper half. */
-	put_le64(page + 8, 0xffffffffc0000000ull | 100);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 124);
-	put_le64(page + 8, 0xffffffff80000000ull | 100);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 116);
-	put_le64(page + 8, 100 | 1u << 24);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
-	put_le64(page + 8, 100 | 1u << 29);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
-	put_le64(page + 8, 0);
-	put_le32(page + 8, 4096);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
-	/* Big-endian 64-bit commit word. */
-	memset(page + 8, 0, 8);
-	page[15] = 100;
-	page[12] = 0xc0;
-	CHECK(segment_page_len(page, sizeof(page), 8, true, 4096) == 124);
-	put_le32(page + 8, 0);
-	page[11] = 100;
-	CHECK(segment_page_len(page, sizeof(page), 4, true, 4096) == 112);
-}
-
 static void test_names(void)
 {
 	uint64_t seq = 0;
@@ -905,7 +869,6 @@ int main(void)
 	tmpdir = test_tmpdir();
 	test_names();
 	test_codecs();
-	test_page_len();
 	test_round_trip();
 	test_part();
 	test_truncation();
