@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "log.h"
 #include "page-walk.h"
+#include "segment-meta.h"
 #include "segment.h"
 #include "stacktab.h"
 #include "util.h"
@@ -244,7 +245,6 @@ int cmd_verify(int argc, char **argv)
 
 /* ---- info ---- */
 
-#define MAX_META 256
 
 struct cpu_stat {
 	uint32_t cpu;
@@ -268,10 +268,7 @@ struct info {
 	struct segment_reader *r;
 	int end;			/* last segment_reader_next() result */
 
-	char *meta;			/* META payload, split in place */
-	const char *keys[MAX_META];
-	const char *vals[MAX_META];
-	size_t n_meta;
+	struct segment_meta meta;
 	char *header_page;
 	size_t header_page_len;
 
@@ -296,7 +293,7 @@ struct info {
 static void info_done(struct info *in)
 {
 	segment_reader_free(in->r);
-	free(in->meta);
+	segment_meta_done(&in->meta);
 	free(in->header_page);
 	free(in->cpus);
 	for (size_t i = 0; i < in->n_notes; i++)
@@ -306,52 +303,14 @@ static void info_done(struct info *in)
 
 static const char *meta_get(const struct info *in, const char *key)
 {
-	for (size_t i = 0; i < in->n_meta; i++)
-		if (streq(in->keys[i], key))
-			return in->vals[i];
-	return NULL;
+	return segment_meta_get(&in->meta, key);
 }
 
 static uint64_t meta_u64(const struct info *in, const char *key, uint64_t def)
 {
-	const char *v = meta_get(in, key);
-	char *end;
-	unsigned long long x;
+	uint64_t v;
 
-	if (!v || !*v)
-		return def;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	return errno || *end ? def : x;
-}
-
-static int meta_load(struct info *in, const uint8_t *data, size_t len)
-{
-	char *p;
-
-	free(in->meta);
-	in->n_meta = 0;
-	in->meta = malloc(len + 1);
-	if (!in->meta)
-		return -ENOMEM;
-	memcpy(in->meta, data, len);
-	in->meta[len] = '\0';
-	for (p = in->meta; p < in->meta + len && in->n_meta < MAX_META;) {
-		char *nl = memchr(p, '\n', (size_t)(in->meta + len - p)), *eq;
-
-		if (nl)
-			*nl = '\0';
-		eq = strchr(p, '=');
-		if (eq) {
-			*eq = '\0';
-			in->keys[in->n_meta] = p;
-			in->vals[in->n_meta++] = eq + 1;
-		}
-		if (!nl)
-			break;
-		p = nl + 1;
-	}
-	return 0;
+	return segment_meta_u64(&in->meta, key, &v) == 0 ? v : def;
 }
 
 static struct cpu_stat *cpu_get(struct info *in, uint32_t cpu)
@@ -377,17 +336,16 @@ static struct cpu_stat *cpu_get(struct info *in, uint32_t cpu)
  */
 static void pages_setup(struct info *in)
 {
-	const char *bo = meta_get(in, "byte_order");
-	uint64_t ps = meta_u64(in, "page_size", 0);
+	struct page_format f;
 	unsigned int size;
 
+	(void)segment_meta_page_format(&in->meta, &f);
 	in->pages_ready = true;
-	in->long_size = meta_u64(in, "long_size", 8) == 4 ? 4 : 8;
+	in->long_size = f.long_size;
 	if (in->header_page && page_walk_header_commit_size(in->header_page, &size) == 0)
 		in->long_size = size;
-	in->big_endian = bo && streq(bo, "big");
-	/* A compacted page is at most 1 MiB of data plus its header and missed count. */
-	in->page_size = ps && ps <= PAGE_COMMIT_MASK + 1 ? (size_t)ps : 0;
+	in->big_endian = f.big_endian;
+	in->page_size = f.page_size;
 }
 
 /*
@@ -453,7 +411,7 @@ static int info_record(struct info *in, const struct segment_record *rec)
 
 	switch (rec->type) {
 	case SEGMENT_REC_META:
-		return meta_load(in, rec->data, rec->len);
+		return segment_meta_parse(&in->meta, rec->data, rec->len);
 	case SEGMENT_REC_FILE:
 		if (rec->len >= sizeof("header_page") &&
 		    memcmp(rec->data, "header_page", sizeof("header_page")) == 0) {
@@ -714,11 +672,11 @@ static void info_print_json(const struct info *in)
 		json_str(stdout, segment_reader_error(in->r));
 	}
 	printf(",\"meta\":{");
-	for (size_t i = 0; i < in->n_meta; i++) {
+	for (size_t i = 0; i < in->meta.n; i++) {
 		printf(i ? "," : "");
-		json_str(stdout, in->keys[i]);
+		json_str(stdout, in->meta.kv[i].key);
 		printf(":");
-		json_str(stdout, in->vals[i]);
+		json_str(stdout, in->meta.kv[i].value);
 	}
 	printf("},\"cpu_source\":\"%s\"", in->scan ? "pages" : "index");
 	if (t.events)

@@ -240,7 +240,8 @@ static struct cursor *cursor_free(struct cursor *c)
 /* Prepare c to read pages of s (long size and byte order may differ between segments). */
 static int cursor_setup(struct cursor *c, const struct decoder_segment *s)
 {
-	size_t need = s->page_size + PAGE_SLACK;
+	/* Without a known page size, room for the largest page a commit word allows. */
+	size_t need = (s->page_size ? s->page_size : PAGE_COMMIT_MASK + 1 + 16 + 8) + PAGE_SLACK;
 
 	if (c->kbuf)
 		kbuffer_free(c->kbuf);
