@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "json.h"
 #include "log.h"
 #include "page-walk.h"
 #include "segment-meta.h"
@@ -16,86 +17,18 @@
 
 /* ---- output helpers ---- */
 
-/* Length of the valid UTF-8 sequence at s (n bytes available), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+/* Print the finished JSON text of w as one line, and free w's memory. Returns 0 or -errno. */
+static int json_print(struct json_writer *w)
 {
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;
+	_cleanup_free_ char *text = NULL;
+	int r;
 
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	/* No overlong forms, no surrogates, nothing above U+10FFFF. */
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
-/* Write s (len bytes, any content) as a JSON string; invalid UTF-8 becomes U+FFFD. */
-static void json_escape(FILE *f, const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (size_t i = 0; i < len;) {
-		unsigned char c = p[i];
-		size_t n;
-
-		switch (c) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		default:
-			if (c < 0x20 || c == 0x7f) {
-				fprintf(f, "\\u%04x", c);
-			} else if (c < 0x80) {
-				fputc(c, f);
-			} else if ((n = utf8_len(p + i, len - i))) {
-				fwrite(p + i, 1, n, f);
-				i += n;
-				continue;
-			} else {
-				fputs("\\ufffd", f);
-			}
-		}
-		i++;
-	}
-	fputc('"', f);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-	json_escape(f, s, strlen(s));
+	r = json_writer_finish(w, &text, NULL);
+	json_writer_done(w);
+	if (r < 0)
+		return r;
+	printf("%s\n", text);
+	return 0;
 }
 
 /* Text from a segment for a terminal: control characters become '?', lines after the first are indented. */
@@ -207,17 +140,23 @@ static int verify_one(const char *path, bool json)
 		 : streq(status, "ok")	? segment_reader_file_size(r)
 					: segment_reader_good_offset(r);
 	if (json) {
-		printf("{\"path\":");
-		json_str(stdout, path);
-		printf(",\"status\":\"%s\",\"complete\":%s,\"truncated\":%s,\"records\":%" PRIu64
-		       ",\"bytes\":%" PRIu64, status,
-		       r && segment_reader_complete(r) ? "true" : "false",
-		       truncated ? "true" : "false", records, intact);
+		struct json_writer w;
+
+		json_writer_init(&w, SIZE_MAX);
+		json_object_open(&w, NULL);
+		json_add_string(&w, "path", path);
+		json_add_string(&w, "status", status);
+		json_add_bool(&w, "complete", r && segment_reader_complete(r));
+		json_add_bool(&w, "truncated", truncated);
+		json_add_uint(&w, "records", records);
+		json_add_uint(&w, "bytes", intact);
 		if (msg) {
-			printf(",\"error_offset\":%" PRIu64 ",\"error\":", off);
-			json_str(stdout, msg);
+			json_add_uint(&w, "error_offset", off);
+			json_add_string(&w, "error", msg);
 		}
-		printf("}\n");
+		json_object_close(&w);
+		if (json_print(&w) < 0)
+			return 1;
 	} else if (streq(status, "ok")) {
 		printf("%s: ok, %" PRIu64 " records (%" PRIu64 " bytes)%s\n", path, records, intact,
 		       truncated ? ", recovered after an unclean stop (truncated)" : "");
@@ -652,73 +591,87 @@ static void info_print(const struct info *in)
 	}
 }
 
-static void info_print_json(const struct info *in)
+static void json_cpu_stat(struct json_writer *w, const struct cpu_stat *c)
 {
-	const struct segment_index *idx = segment_reader_index(in->r);
-	struct cpu_stat t;
+	if (c->events) {
+		json_add_uint(w, "first_ts", c->first_ts);
+		json_add_uint(w, "last_ts", c->last_ts);
+	} else {
+		json_add_null(w, "first_ts");
+		json_add_null(w, "last_ts");
+	}
+}
 
-	info_totals(in, &t);
-	printf("{\"path\":");
-	json_str(stdout, in->path);
-	printf(",\"state\":\"%s\",\"complete\":%s,\"truncated\":%s,\"final\":%s", info_state(in),
-	       idx ? "true" : "false",
-	       idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED) ? "true" : "false",
-	       idx && (idx->flags & SEGMENT_INDEX_F_FINAL) ? "true" : "false");
-	printf(",\"file_size\":%" PRIu64 ",\"records\":%" PRIu64, segment_reader_file_size(in->r),
-	       in->records);
-	if (in->end < 0) {
-		printf(",\"error_offset\":%" PRIu64 ",\"error\":",
-		       segment_reader_error_offset(in->r));
-		json_str(stdout, segment_reader_error(in->r));
-	}
-	printf(",\"meta\":{");
-	for (size_t i = 0; i < in->meta.n; i++) {
-		printf(i ? "," : "");
-		json_str(stdout, in->meta.kv[i].key);
-		printf(":");
-		json_str(stdout, in->meta.kv[i].value);
-	}
-	printf("},\"cpu_source\":\"%s\"", in->scan ? "pages" : "index");
-	if (t.events)
-		printf(",\"first_ts\":%" PRIu64 ",\"last_ts\":%" PRIu64 ",\"duration_ns\":%" PRIu64,
-		       t.first_ts, t.last_ts, t.last_ts - t.first_ts);
-	else
-		printf(",\"first_ts\":null,\"last_ts\":null,\"duration_ns\":0");
-	printf(",\"events\":%" PRIu64 ",\"lost_events\":%" PRIu64 ",\"lost_unknown_pages\":%" PRIu64,
-	       t.events, t.lost, t.lost_unknown);
-	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
-		printf(",\"unresolved\":%" PRIu64, idx->unresolved);
-	else
-		printf(",\"unresolved\":null");
-	printf(",\"stack_entries\":%" PRIu64 ",\"malformed_stacks_records\":%" PRIu64
-	       ",\"generation_records\":%" PRIu64 ",\"malformed_pages\":%" PRIu64,
-	       in->stack_entries, in->bad_stacks, in->rec_count[SEGMENT_REC_GENERATION],
-	       in->bad_pages);
-	printf(",\"record_counts\":{");
+static void info_json_counts(struct json_writer *w, const struct info *in)
+{
+	json_object_open(w, "record_counts");
 	for (unsigned int type = SEGMENT_REC_META; type < SEGMENT_REC_MAX; type++)
-		printf("%s\"%s\":%" PRIu64, type == SEGMENT_REC_META ? "" : ",",
-		       segment_rec_type_name(type), in->rec_count[type]);
-	printf(",\"unknown\":%" PRIu64 "},\"cpus\":[", in->rec_unknown);
+		json_add_uint(w, segment_rec_type_name(type), in->rec_count[type]);
+	json_add_uint(w, "unknown", in->rec_unknown);
+	json_object_close(w);
+	json_array_open(w, "cpus");
 	for (size_t i = 0; i < in->n_cpus; i++) {
 		const struct cpu_stat *c = &in->cpus[i];
 
-		printf("%s{\"cpu\":%" PRIu32 ",\"pages\":%" PRIu64 ",\"events\":%" PRIu64,
-		       i ? "," : "", c->cpu, c->pages, c->events);
-		if (c->events)
-			printf(",\"first_ts\":%" PRIu64 ",\"last_ts\":%" PRIu64, c->first_ts,
-			       c->last_ts);
-		else
-			printf(",\"first_ts\":null,\"last_ts\":null");
-		printf(",\"lost_events\":%" PRIu64 ",\"lost_unknown_pages\":%" PRIu64
-		       ",\"raw_bytes\":%" PRIu64 ",\"stored_bytes\":%" PRIu64 "}",
-		       c->lost, c->lost_unknown, c->raw_bytes, c->stored_bytes);
+		json_object_open(w, NULL);
+		json_add_uint(w, "cpu", c->cpu);
+		json_add_uint(w, "pages", c->pages);
+		json_add_uint(w, "events", c->events);
+		json_cpu_stat(w, c);
+		json_add_uint(w, "lost_events", c->lost);
+		json_add_uint(w, "lost_unknown_pages", c->lost_unknown);
+		json_add_uint(w, "raw_bytes", c->raw_bytes);
+		json_add_uint(w, "stored_bytes", c->stored_bytes);
+		json_object_close(w);
 	}
-	printf("],\"notes\":[");
-	for (size_t i = 0; i < in->n_notes; i++) {
-		printf(i ? "," : "");
-		json_escape(stdout, in->notes[i].text, in->notes[i].len);
+	json_array_close(w);
+	json_array_open(w, "notes");
+	for (size_t i = 0; i < in->n_notes; i++)
+		json_add_stringn(w, NULL, in->notes[i].text, in->notes[i].len);
+	json_array_close(w);
+}
+
+static int info_print_json(const struct info *in)
+{
+	const struct segment_index *idx = segment_reader_index(in->r);
+	struct json_writer w;
+	struct cpu_stat t;
+
+	info_totals(in, &t);
+	json_writer_init(&w, SIZE_MAX);
+	json_object_open(&w, NULL);
+	json_add_string(&w, "path", in->path);
+	json_add_string(&w, "state", info_state(in));
+	json_add_bool(&w, "complete", idx);
+	json_add_bool(&w, "truncated", idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED));
+	json_add_bool(&w, "final", idx && (idx->flags & SEGMENT_INDEX_F_FINAL));
+	json_add_uint(&w, "file_size", segment_reader_file_size(in->r));
+	json_add_uint(&w, "records", in->records);
+	if (in->end < 0) {
+		json_add_uint(&w, "error_offset", segment_reader_error_offset(in->r));
+		json_add_string(&w, "error", segment_reader_error(in->r));
 	}
-	printf("]}\n");
+	json_object_open(&w, "meta");
+	for (size_t i = 0; i < in->meta.n; i++)
+		json_add_string(&w, in->meta.kv[i].key, in->meta.kv[i].value);
+	json_object_close(&w);
+	json_add_string(&w, "cpu_source", in->scan ? "pages" : "index");
+	json_cpu_stat(&w, &t);
+	json_add_uint(&w, "duration_ns", t.events ? t.last_ts - t.first_ts : 0);
+	json_add_uint(&w, "events", t.events);
+	json_add_uint(&w, "lost_events", t.lost);
+	json_add_uint(&w, "lost_unknown_pages", t.lost_unknown);
+	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		json_add_uint(&w, "unresolved", idx->unresolved);
+	else
+		json_add_null(&w, "unresolved");
+	json_add_uint(&w, "stack_entries", in->stack_entries);
+	json_add_uint(&w, "malformed_stacks_records", in->bad_stacks);
+	json_add_uint(&w, "generation_records", in->rec_count[SEGMENT_REC_GENERATION]);
+	json_add_uint(&w, "malformed_pages", in->bad_pages);
+	info_json_counts(&w, in);
+	json_object_close(&w);
+	return json_print(&w);
 }
 
 static int info_one(const char *path, bool json)
@@ -733,12 +686,15 @@ static int info_one(const char *path, bool json)
 		else
 			log_errno(LOG_ERR, k, "cannot open '%s'", path);
 		if (json) {
-			printf("{\"path\":");
-			json_str(stdout, path);
-			printf(",\"state\":\"%s\",\"error\":",
-			       open_error(k) ? "damaged" : "unreadable");
-			json_str(stdout, open_error(k) ? open_error(k) : strerror(-k));
-			printf("}\n");
+			struct json_writer w;
+
+			json_writer_init(&w, SIZE_MAX);
+			json_object_open(&w, NULL);
+			json_add_string(&w, "path", path);
+			json_add_string(&w, "state", open_error(k) ? "damaged" : "unreadable");
+			json_add_string(&w, "error", open_error(k) ? open_error(k) : strerror(-k));
+			json_object_close(&w);
+			(void)json_print(&w);
 		}
 		return 1;
 	}
@@ -748,9 +704,11 @@ static int info_one(const char *path, bool json)
 		ret = 1;
 	} else {
 		if (json)
-			info_print_json(&in);
+			k = info_print_json(&in);
 		else
 			info_print(&in);
+		if (k < 0)
+			ret = 1;
 		if (in.end < 0)
 			ret = 1;
 	}
