@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The segment format (doc/segment-format.md): write, read, verify, recover.
- * Shared by the daemon and stackmapctl. Not thread-safe: the daemon's
- * archive serializes access to a writer.
+ * The segment format (doc/segment-format.md): write (segment-writer.c),
+ * read and verify (segment-reader.c), recover (segment-recover.c), and the
+ * shared encodings and file names (segment.c). Shared by the daemon and
+ * stackmapctl. Not thread-safe: the daemon's archive serializes access to
+ * a writer.
  */
 #ifndef STACKMAPD_SEGMENT_H
 #define STACKMAPD_SEGMENT_H
