@@ -1,35 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * stackmapctl info and verify: what a segment holds, and whether it is
- * intact. Both read every record of every segment given, offline.
+ * stackmapctl info: what a segment holds (META, record counts, per-CPU
+ * pages, events, time span, losses, stacks, notes), as text or JSON. The
+ * per-CPU figures come from the index of an intact segment, otherwise
+ * from walking the pages that survived with the page walker.
  */
 #include <inttypes.h>
 #include <time.h>
 
+#include "cmd-common.h"
 #include "commands.h"
-#include "json.h"
 #include "log.h"
 #include "page-walk.h"
 #include "segment-meta.h"
 #include "segment.h"
 #include "stacktab.h"
 #include "util.h"
-
-/* ---- output helpers ---- */
-
-/* Print the finished JSON text of w as one line, and free w's memory. Returns 0 or -errno. */
-static int json_print(struct json_writer *w)
-{
-	_cleanup_free_ char *text = NULL;
-	int r;
-
-	r = json_writer_finish(w, &text, NULL);
-	json_writer_done(w);
-	if (r < 0)
-		return r;
-	printf("%s\n", text);
-	return 0;
-}
 
 /* Text from a segment for a terminal: control characters become '?', lines after the first are indented. */
 static void print_text(FILE *f, const char *s, size_t len, const char *indent)
@@ -52,137 +38,6 @@ static const char *fmt_ts(char buf[32], uint64_t ts)
 	(void)snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, ts / 1000000000, ts % 1000000000 / 1000);
 	return buf;
 }
-
-/* ---- arguments ---- */
-
-/* Returns 0 (go on), 1 (help printed) or -1 (usage error, logged). */
-static int parse_args(int argc, char **argv, bool *ret_json, int *ret_first)
-{
-	bool json = false;
-	int i = 1;
-
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (streq(argv[i], "--")) {
-			i++;
-			break;
-		}
-		if (streq(argv[i], "--json")) {
-			json = true;
-		} else if (streq(argv[i], "-h") || streq(argv[i], "--help")) {
-			printf("Usage: stackmapctl %s [--json] SEGMENT...\n", argv[0]);
-			return 1;
-		} else {
-			log_err("%s: unknown option '%s'", argv[0], argv[i]);
-			return -1;
-		}
-	}
-	if (i >= argc) {
-		log_err("usage: stackmapctl %s [--json] SEGMENT...", argv[0]);
-		return -1;
-	}
-	*ret_json = json;
-	*ret_first = i;
-	return 0;
-}
-
-
-static const char *open_error(int r)
-{
-	if (r == -EBADMSG)
-		return "not a segment, or its prologue is damaged";
-	if (r == -EPROTONOSUPPORT)
-		return "unsupported segment format version";
-	return NULL;
-}
-
-/* ---- verify ---- */
-
-static int verify_one(const char *path, bool json)
-{
-	_cleanup_(segment_reader_freep) struct segment_reader *r = NULL;
-	struct segment_record rec;
-	const char *status, *msg = NULL;
-	uint64_t records = 0, off = 0;
-	bool truncated = false;
-	uint64_t intact;
-	int k;
-
-	k = segment_reader_open(path, &r);
-	if (k < 0 && !open_error(k)) {
-		log_errno(LOG_ERR, k, "cannot open '%s'", path);
-		status = "unreadable";
-		msg = strerror(-k);
-	} else if (k < 0) {
-		status = "damaged";
-		msg = open_error(k);
-	} else {
-		while ((k = segment_reader_next(r, &rec)) > 0)
-			records++;
-		if (k < 0 && k != -EBADMSG) {
-			log_errno(LOG_ERR, k, "cannot read '%s'", path);
-			status = "unreadable";
-			msg = strerror(-k);
-			off = segment_reader_good_offset(r);
-		} else if (k < 0) {
-			status = "damaged";
-			msg = segment_reader_error(r);
-			off = segment_reader_error_offset(r);
-		} else if (!segment_reader_complete(r)) {
-			status = "unfinished";
-		} else {
-			status = "ok";
-			truncated = segment_reader_index(r)->flags & SEGMENT_INDEX_F_TRUNCATED;
-		}
-	}
-
-	/* Bytes known good: the whole file when it is intact. */
-	intact = !r			? 0
-		 : streq(status, "ok")	? segment_reader_file_size(r)
-					: segment_reader_good_offset(r);
-	if (json) {
-		struct json_writer w;
-
-		json_writer_init(&w, SIZE_MAX);
-		json_object_open(&w, NULL);
-		json_add_string(&w, "path", path);
-		json_add_string(&w, "status", status);
-		json_add_bool(&w, "complete", r && segment_reader_complete(r));
-		json_add_bool(&w, "truncated", truncated);
-		json_add_uint(&w, "records", records);
-		json_add_uint(&w, "bytes", intact);
-		if (msg) {
-			json_add_uint(&w, "error_offset", off);
-			json_add_string(&w, "error", msg);
-		}
-		json_object_close(&w);
-		if (json_print(&w) < 0)
-			return 1;
-	} else if (streq(status, "ok")) {
-		printf("%s: ok, %" PRIu64 " records (%" PRIu64 " bytes)%s\n", path, records, intact,
-		       truncated ? ", recovered after an unclean stop (truncated)" : "");
-	} else if (streq(status, "unfinished")) {
-		printf("%s: unfinished (no trailer), %" PRIu64 " records intact\n", path, records);
-	} else if (streq(status, "damaged")) {
-		printf("%s: offset %" PRIu64 ": %s; %" PRIu64 " records (%" PRIu64
-		       " bytes) before it are intact\n", path, off, msg, records, intact);
-	}
-	return streq(status, "ok") ? 0 : 1;
-}
-
-int cmd_verify(int argc, char **argv)
-{
-	bool json;
-	int first, k, ret = 0;
-
-	k = parse_args(argc, argv, &json, &first);
-	if (k != 0)
-		return k > 0 ? 0 : 2;
-	for (int i = first; i < argc; i++)
-		ret |= verify_one(argv[i], json);
-	return ret;
-}
-
-/* ---- info ---- */
 
 
 struct cpu_stat {
@@ -671,7 +526,7 @@ static int info_print_json(const struct info *in)
 	json_add_uint(&w, "malformed_pages", in->bad_pages);
 	info_json_counts(&w, in);
 	json_object_close(&w);
-	return json_print(&w);
+	return cmd_json_print(&w);
 }
 
 static int info_one(const char *path, bool json)
@@ -681,8 +536,8 @@ static int info_one(const char *path, bool json)
 
 	k = segment_reader_open(path, &in.r);
 	if (k < 0) {
-		if (open_error(k))
-			log_err("'%s': %s", path, open_error(k));
+		if (cmd_segment_open_error(k))
+			log_err("'%s': %s", path, cmd_segment_open_error(k));
 		else
 			log_errno(LOG_ERR, k, "cannot open '%s'", path);
 		if (json) {
@@ -691,10 +546,10 @@ static int info_one(const char *path, bool json)
 			json_writer_init(&w, SIZE_MAX);
 			json_object_open(&w, NULL);
 			json_add_string(&w, "path", path);
-			json_add_string(&w, "state", open_error(k) ? "damaged" : "unreadable");
-			json_add_string(&w, "error", open_error(k) ? open_error(k) : strerror(-k));
+			json_add_string(&w, "state", cmd_segment_open_error(k) ? "damaged" : "unreadable");
+			json_add_string(&w, "error", cmd_segment_open_error(k) ? cmd_segment_open_error(k) : strerror(-k));
 			json_object_close(&w);
-			(void)json_print(&w);
+			(void)cmd_json_print(&w);
 		}
 		return 1;
 	}
@@ -721,7 +576,7 @@ int cmd_info(int argc, char **argv)
 	bool json;
 	int first, k, ret = 0;
 
-	k = parse_args(argc, argv, &json, &first);
+	k = cmd_segment_args(argc, argv, &json, &first);
 	if (k != 0)
 		return k > 0 ? 0 : 2;
 	for (int i = first; i < argc; i++) {
