@@ -39,7 +39,6 @@ static const char *fmt_ts(char buf[32], uint64_t ts)
 	return buf;
 }
 
-
 struct cpu_stat {
 	uint32_t cpu;
 	uint64_t pages;
@@ -347,6 +346,42 @@ static const char *const meta_shown[][2] = {
 	{ "segment_seq", "segment seq" },
 };
 
+/* The per-CPU table (t: the totals) and the notes. */
+static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
+{
+	char a[32], b[32];
+
+	printf("\n%5s %9s %11s %18s %18s %8s %13s %13s %6s\n", "CPU", "PAGES", "EVENTS", "FIRST",
+	       "LAST", "LOST", "RAW BYTES", "STORED", "RATIO");
+	for (size_t i = 0; i <= in->n_cpus; i++) {
+		const struct cpu_stat *c = i < in->n_cpus ? &in->cpus[i] : t;
+		char cpu[16];
+
+		if (c != t && !c->pages && !c->events && !c->lost && !c->stored_bytes)
+			continue;
+		if (c == t)
+			snprintf(cpu, sizeof(cpu), "all");
+		else if (c->cpu == SEGMENT_NO_CPU)
+			snprintf(cpu, sizeof(cpu), "-");
+		else
+			snprintf(cpu, sizeof(cpu), "%" PRIu32, c->cpu);
+		printf("%5s %9" PRIu64 " %11" PRIu64 " %18s %18s %7" PRIu64 "%s %13" PRIu64
+		       " %13" PRIu64, cpu, c->pages, c->events,
+		       c->events ? fmt_ts(a, c->first_ts) : "-",
+		       c->events ? fmt_ts(b, c->last_ts) : "-", c->lost, c->lost_unknown ? "+" : " ",
+		       c->raw_bytes, c->stored_bytes);
+		if (c->stored_bytes)
+			printf(" %6.1f\n", (double)c->raw_bytes / (double)c->stored_bytes);
+		else
+			printf(" %6s\n", "-");
+	}
+	for (size_t i = 0; i < in->n_notes; i++) {
+		printf("%snote:         ", i ? "" : "\n");
+		print_text(stdout, in->notes[i].text, in->notes[i].len, "              ");
+		printf("\n");
+	}
+}
+
 static void info_print(const struct info *in)
 {
 	const struct segment_index *idx = segment_reader_index(in->r);
@@ -414,36 +449,7 @@ static void info_print(const struct info *in)
 	printf("\n");
 	if (in->bad_pages)
 		printf("warning:      %" PRIu64 " malformed pages were not counted\n", in->bad_pages);
-
-	printf("\n%5s %9s %11s %18s %18s %8s %13s %13s %6s\n", "CPU", "PAGES", "EVENTS", "FIRST",
-	       "LAST", "LOST", "RAW BYTES", "STORED", "RATIO");
-	for (size_t i = 0; i <= in->n_cpus; i++) {
-		const struct cpu_stat *c = i < in->n_cpus ? &in->cpus[i] : &t;
-		char cpu[16];
-
-		if (c != &t && !c->pages && !c->events && !c->lost && !c->stored_bytes)
-			continue;
-		if (c == &t)
-			snprintf(cpu, sizeof(cpu), "all");
-		else if (c->cpu == SEGMENT_NO_CPU)
-			snprintf(cpu, sizeof(cpu), "-");
-		else
-			snprintf(cpu, sizeof(cpu), "%" PRIu32, c->cpu);
-		printf("%5s %9" PRIu64 " %11" PRIu64 " %18s %18s %7" PRIu64 "%s %13" PRIu64
-		       " %13" PRIu64, cpu, c->pages, c->events,
-		       c->events ? fmt_ts(a, c->first_ts) : "-",
-		       c->events ? fmt_ts(b, c->last_ts) : "-", c->lost, c->lost_unknown ? "+" : " ",
-		       c->raw_bytes, c->stored_bytes);
-		if (c->stored_bytes)
-			printf(" %6.1f\n", (double)c->raw_bytes / (double)c->stored_bytes);
-		else
-			printf(" %6s\n", "-");
-	}
-	for (size_t i = 0; i < in->n_notes; i++) {
-		printf("%snote:         ", i ? "" : "\n");
-		print_text(stdout, in->notes[i].text, in->notes[i].len, "              ");
-		printf("\n");
-	}
+	info_print_cpus(in, &t);
 }
 
 static void json_cpu_stat(struct json_writer *w, const struct cpu_stat *c)

@@ -85,22 +85,15 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 }
 
 /*
- * Read and check the record at off. expect_seq < 0: do not check the
- * sequence number (the INDEX record reached from the footer). On success
- * *h and the payload (in the reader's buffers) are filled in. Returns 0,
- * -EBADMSG (described by r->err, r->err_off) or another -errno.
+ * Read and check the record header at off (avail bytes from off to the end
+ * of the file) into *h. Returns 0, -EBADMSG or another -errno.
  */
-static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_seq,
-		       struct rec_hdr *h, const uint8_t **ret_data)
+static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
+		       int64_t expect_seq, struct rec_hdr *h)
 {
 	uint8_t p[SEGMENT_REC_HDR_SIZE];
-	uint64_t avail;
-	uint8_t *payload;
 	ssize_t n;
-	size_t z;
-	int k;
 
-	avail = off < r->size ? r->size - off : 0;
 	if (avail < SEGMENT_REC_HDR_SIZE)
 		return bad(r, off, "truncated record header: %" PRIu64 " of %d bytes", avail,
 			   SEGMENT_REC_HDR_SIZE);
@@ -140,6 +133,74 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 	if (!(h->flags & SEGMENT_REC_F_COMPRESSED) && h->raw_len != h->stored_len)
 		return bad(r, off, "uncompressed record with raw length %" PRIu32
 			   " and stored length %" PRIu32, h->raw_len, h->stored_len);
+	return 0;
+}
+
+/*
+ * Decompress the stored payload of the record at off (header *h) into the
+ * reader's raw buffer: one zstd frame that records its content size, equal
+ * to the raw length, and fills the payload exactly. Returns 0, -EBADMSG or
+ * another -errno.
+ */
+static int decompress_payload(struct segment_reader *r, uint64_t off, const struct rec_hdr *h,
+			      const uint8_t *payload)
+{
+	unsigned long long fcs = ZSTD_getFrameContentSize(payload, h->stored_len);
+	size_t z;
+	int k;
+
+	if (fcs == ZSTD_CONTENTSIZE_ERROR)
+		return bad(r, off, "zstd frame header is invalid");
+	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN)
+		return bad(r, off, "zstd frame does not record its content size");
+	if (fcs != h->raw_len)
+		return bad(r, off, "zstd frame content size %llu, expected %" PRIu32, fcs,
+			   h->raw_len);
+	z = ZSTD_findFrameCompressedSize(payload, h->stored_len);
+	if (ZSTD_isError(z))
+		return bad(r, off, "zstd frame does not decompress: %s", ZSTD_getErrorName(z));
+	if (z != h->stored_len)
+		return bad(r, off,
+			   "zstd frame is %zu bytes, payload %" PRIu32 " (one frame expected)", z,
+			   h->stored_len);
+	if (!r->dctx) {
+		r->dctx = ZSTD_createDCtx();
+		if (!r->dctx)
+			return -ENOMEM;
+	}
+	r->raw.len = 0;
+	k = buf_reserve(&r->raw, (size_t)h->raw_len + 1);
+	if (k < 0)
+		return k;
+	z = ZSTD_decompressDCtx(r->dctx, r->raw.data, h->raw_len, payload, h->stored_len);
+	if (ZSTD_isError(z)) {
+		if (ZSTD_getErrorCode(z) == ZSTD_error_memory_allocation)
+			return -ENOMEM;
+		return bad(r, off, "zstd frame does not decompress: %s", ZSTD_getErrorName(z));
+	}
+	if (z != h->raw_len)
+		return bad(r, off, "zstd frame decompresses to %zu bytes, expected %" PRIu32, z,
+			   h->raw_len);
+	return 0;
+}
+
+/*
+ * Read and check the record at off. expect_seq < 0: do not check the
+ * sequence number (the INDEX record reached from the footer). On success
+ * *h and the payload (in the reader's buffers) are filled in. Returns 0,
+ * -EBADMSG (described by r->err, r->err_off) or another -errno.
+ */
+static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_seq,
+		       struct rec_hdr *h, const uint8_t **ret_data)
+{
+	uint64_t avail = off < r->size ? r->size - off : 0;
+	uint8_t *payload;
+	ssize_t n;
+	int k;
+
+	k = read_header(r, off, avail, expect_seq, h);
+	if (k < 0)
+		return k;
 	avail -= SEGMENT_REC_HDR_SIZE;
 	if (h->stored_len > avail)
 		return bad(r, off, "truncated record payload: %" PRIu64 " of %" PRIu32 " bytes",
@@ -167,43 +228,9 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 		*ret_data = payload;
 		return 0;
 	}
-
-	{
-		unsigned long long fcs = ZSTD_getFrameContentSize(payload, h->stored_len);
-
-		if (fcs == ZSTD_CONTENTSIZE_ERROR)
-			return bad(r, off, "zstd frame header is invalid");
-		if (fcs == ZSTD_CONTENTSIZE_UNKNOWN)
-			return bad(r, off, "zstd frame does not record its content size");
-		if (fcs != h->raw_len)
-			return bad(r, off, "zstd frame content size %llu, expected %" PRIu32, fcs,
-				   h->raw_len);
-	}
-	z = ZSTD_findFrameCompressedSize(payload, h->stored_len);
-	if (ZSTD_isError(z))
-		return bad(r, off, "zstd frame does not decompress: %s", ZSTD_getErrorName(z));
-	if (z != h->stored_len)
-		return bad(r, off,
-			   "zstd frame is %zu bytes, payload %" PRIu32 " (one frame expected)", z,
-			   h->stored_len);
-	if (!r->dctx) {
-		r->dctx = ZSTD_createDCtx();
-		if (!r->dctx)
-			return -ENOMEM;
-	}
-	r->raw.len = 0;
-	k = buf_reserve(&r->raw, (size_t)h->raw_len + 1);
+	k = decompress_payload(r, off, h, payload);
 	if (k < 0)
 		return k;
-	z = ZSTD_decompressDCtx(r->dctx, r->raw.data, h->raw_len, payload, h->stored_len);
-	if (ZSTD_isError(z)) {
-		if (ZSTD_getErrorCode(z) == ZSTD_error_memory_allocation)
-			return -ENOMEM;
-		return bad(r, off, "zstd frame does not decompress: %s", ZSTD_getErrorName(z));
-	}
-	if (z != h->raw_len)
-		return bad(r, off, "zstd frame decompresses to %zu bytes, expected %" PRIu32, z,
-			   h->raw_len);
 	*ret_data = r->raw.data;
 	return 0;
 }

@@ -43,6 +43,48 @@ static int rename_complete(const char *path, const char *dir, char **ret_path)
 	return 0;
 }
 
+/*
+ * Read the records of a .part: *ret_keep_off and *ret_keep_records get
+ * where the valid records before any INDEX end and how many they are;
+ * *ret_own (its cpus owned by the caller when *ret_have_own) the INDEX
+ * that the writer wrote before it stopped, if any. Returns 0 at the clean
+ * end, -EBADMSG at damage, other -errno.
+ */
+static int scan_part(struct segment_reader *rd, uint64_t *ret_keep_off, uint32_t *ret_keep_records,
+		     struct segment_index *ret_own, bool *ret_have_own)
+{
+	struct segment_index own = { 0 };
+	bool have_own = false;
+	int k;
+
+	for (;;) {
+		struct segment_record rec;
+
+		k = segment_reader_next(rd, &rec);
+		if (k == 0 || k == -EBADMSG)
+			break;
+		if (k < 0)
+			goto out;
+		if (rec.type == SEGMENT_REC_INDEX) {
+			/*
+			 * An INDEX without a valid footer: the writer stopped
+			 * while finishing, all data is there. Cut before this
+			 * INDEX but keep what it says.
+			 */
+			if (have_own)
+				free(own.cpus);
+			have_own = segment_index_decode(rec.data, rec.len, &own) >= 0;
+			continue;
+		}
+		*ret_keep_off = rec.offset + SEGMENT_REC_HDR_SIZE + rec.stored_len;
+		*ret_keep_records = rec.seq + 1;
+	}
+out:
+	*ret_own = own;
+	*ret_have_own = have_own;
+	return k;
+}
+
 int segment_recover(const char *part_path, const struct segment_index *idx, const char *note,
 		    char **ret_path)
 {
@@ -76,29 +118,10 @@ int segment_recover(const char *part_path, const struct segment_index *idx, cons
 	if (k < 0)
 		return k;
 
-	for (;;) {
-		struct segment_record rec;
-
-		k = segment_reader_next(rd, &rec);
-		if (k == 0 || k == -EBADMSG)
-			break;
-		if (k < 0)
-			return k;
-		if (rec.type == SEGMENT_REC_INDEX) {
-			/*
-			 * An INDEX without a valid footer: the writer stopped
-			 * while finishing, all data is there. Cut before this
-			 * INDEX but keep what it says.
-			 */
-			free(own_cpus);
-			own_cpus = NULL;
-			have_own = segment_index_decode(rec.data, rec.len, &own) >= 0;
-			own_cpus = have_own ? own.cpus : NULL;
-			continue;
-		}
-		keep_off = rec.offset + SEGMENT_REC_HDR_SIZE + rec.stored_len;
-		keep_records = rec.seq + 1;
-	}
+	k = scan_part(rd, &keep_off, &keep_records, &own, &have_own);
+	own_cpus = have_own ? own.cpus : NULL;
+	if (k < 0 && k != -EBADMSG)
+		return k;
 	if (k == 0 && segment_reader_complete(rd))
 		return rename_complete(part_path, dir, ret_path);
 	if (keep_records <= 1) {
