@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Two passes over the file: the tables and generation windows first (they
- * are written at the end of a segment), then the pages in file order, so
- * that per-CPU strict boundaries take effect where they stand in each CPU's
- * stream. Only the page walk and the resolution run per event: no event
- * formatting, no libtraceevent.
+ * Counting the stack ids of a finished segment that its own tables cannot
+ * resolve (audit.h), for the index, info and status. Two passes over the
+ * file: the tables and generation windows first (they are written at the
+ * end of a segment), then the pages in file order, so that per-CPU strict
+ * boundaries take effect where they stand in each CPU's stream. Only the page walk (lib/page-walk.c) and the resolution run per
+ * event: no event formatting, no libtraceevent.
  */
 #include "audit.h"
 #include "segment.h"
