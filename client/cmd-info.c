@@ -149,20 +149,14 @@ static void pages_setup(struct info *in)
 static void scan_pages(struct info *in, struct cpu_stat *c, const uint8_t *data, size_t len)
 {
 	struct page_format f = { in->long_size, in->big_endian, in->page_size };
+	struct page_walk w;
 	size_t off = 0;
+	int k;
 
-	while (off < len) {
-		struct page_walk w;
+	while ((k = page_walk_payload_next(&w, &f, data, len, &off)) > 0) {
 		struct page_entry e;
-		int k;
 
-		k = page_walk_init(&w, &f, data + off, len - off);
-		if (k < 0) {
-			in->bad_pages++;
-			return;
-		}
 		c->pages++;
-		off += w.stored_len;
 		while ((k = page_walk_next(&w, &e)) > 0) {
 			if (e.kind != PAGE_ENTRY_DATA)
 				continue;
@@ -183,6 +177,8 @@ static void scan_pages(struct info *in, struct cpu_stat *c, const uint8_t *data,
 		else
 			c->lost_unknown++;
 	}
+	if (k < 0)
+		in->bad_pages++;
 }
 
 static int count_stack(const struct stack_entry *e, void *userdata)

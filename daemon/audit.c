@@ -42,15 +42,14 @@ static int audit_pages(struct stacktab *t, const struct page_layout *l, uint32_t
 		       const uint8_t *data, size_t len, uint64_t *refs, uint64_t *unresolved)
 {
 	struct page_format f = page_layout_format(l);
+	struct page_walk w;
 	size_t off = 0;
+	int r;
 
-	while (off < len) {
-		struct page_walk w;
+	while ((r = page_walk_payload_next(&w, &f, data, len, &off)) > 0) {
 		struct page_entry ev;
-		int r;
 
-		r = page_walk_init(&w, &f, data + off, len - off);
-		while (r == 0 && (r = page_walk_next(&w, &ev)) > 0) {
+		while ((r = page_walk_next(&w, &ev)) > 0) {
 			int32_t id;
 
 			if (ev.type != l->stack_id_id || ev.len < 12)
@@ -63,9 +62,8 @@ static int audit_pages(struct stacktab *t, const struct page_layout *l, uint32_t
 		}
 		if (r < 0)
 			return -EBADMSG;
-		off += w.stored_len;
 	}
-	return 0;
+	return r < 0 ? -EBADMSG : 0;
 }
 
 int audit_unresolved(const char *path, const struct page_layout *l, uint64_t *ret_refs,

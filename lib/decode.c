@@ -415,22 +415,23 @@ static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_
 	f = (struct page_format){ s->long_size, s->big_endian, s->page_size };
 	while (c->item && c->pos < c->item->len) {
 		const uint8_t *p = c->item->data + c->pos;
-		size_t avail = c->item->len - c->pos, page_off = c->pos;
+		size_t page_off = c->pos;
+		struct page_walk w;
 
-		len = page_walk_check(&f, p, avail, &bad, &why);
+		if (page_walk_payload_next(&w, &f, c->item->data, c->item->len, &c->pos) < 0) {
+			cursor_bad_page(d, c, s, page_off, w.error_offset,
+					w.error ? w.error : "bad page format", true);
+			continue;
+		}
+		len = page_walk_check(&f, p, w.stored_len, &bad, &why);
 		if (len < 0) {
-			/* The header was good if it gives a length: skip only this page. */
-			int n = page_walk_stored_len(&f, p, avail);
-
-			cursor_bad_page(d, c, s, page_off, bad, why ? why : "bad page", n < 0);
-			c->pos = n < 0 ? c->item->len : c->pos + (size_t)n;
+			cursor_bad_page(d, c, s, page_off, bad, why, false);
 			continue;
 		}
 		memcpy(c->page, p, (size_t)len);
 		if (c->page_dirty > (size_t)len)
 			memset(c->page + len, 0, c->page_dirty - (size_t)len);
 		c->page_dirty = c->page_len = (size_t)len;
-		c->pos += (size_t)len;
 		if (kbuffer_load_subbuffer(c->kbuf, c->page) < 0) {
 			cursor_bad_page(d, c, s, page_off, 0, "kbuffer refused it", false);
 			continue;

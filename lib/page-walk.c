@@ -57,10 +57,11 @@ int page_walk_init(struct page_walk *w, const struct page_format *f, const void 
 	size_t hdr, total;
 	uint64_t cw;
 
+	*w = (struct page_walk){ .page = p, .big_endian = f->big_endian };
 	if (f->long_size != 4 && f->long_size != 8)
 		return -EINVAL;
 	hdr = 8 + f->long_size;
-	*w = (struct page_walk){ .page = p, .header_size = hdr, .big_endian = f->big_endian };
+	w->header_size = hdr;
 	if (len < hdr)
 		return walk_fail(w, 0, "page header cut short");
 	w->data = p + hdr;
@@ -181,6 +182,22 @@ int page_walk_next(struct page_walk *w, struct page_entry *ret)
 	}
 	w->off = off + e.total;
 	*ret = e;
+	return 1;
+}
+
+int page_walk_payload_next(struct page_walk *w, const struct page_format *f, const void *data,
+			   size_t len, size_t *pos)
+{
+	int r;
+
+	if (*pos >= len)
+		return 0;
+	r = page_walk_init(w, f, (const uint8_t *)data + *pos, len - *pos);
+	if (r < 0) {
+		*pos = len;
+		return r;
+	}
+	*pos += w->stored_len;
 	return 1;
 }
 

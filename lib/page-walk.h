@@ -92,6 +92,17 @@ int page_walk_init(struct page_walk *w, const struct page_format *f, const void 
 int page_walk_next(struct page_walk *w, struct page_entry *ret);
 
 /*
+ * Start walking the next page of a PAGES payload (data, len bytes of
+ * compacted pages, borrowed) at *pos: 1 with w set up for that page and
+ * *pos moved past it, 0 at the end of the payload, -EBADMSG when the page
+ * header is bad (w->error_offset is then from the start of that page; the
+ * pages after it cannot be found, and *pos is set to len), -EINVAL for a
+ * bad long_size.
+ */
+int page_walk_payload_next(struct page_walk *w, const struct page_format *f, const void *data,
+			   size_t len, size_t *pos);
+
+/*
  * Validate a whole page: page_walk_init() and every entry. Returns the
  * page's stored length (> 0), or -EBADMSG with *ret_bad_offset (if not
  * NULL) set to the offset of the first bad byte from the start of the page

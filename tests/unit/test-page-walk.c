@@ -212,6 +212,35 @@ static void test_big_endian(void)
 	CHECK(page_walk_next(&w, &e) == 0);
 }
 
+/* A PAGES payload: compacted pages back to back, then one whose header is bad. */
+static void test_payload(void)
+{
+	static uint8_t payload[3 * PAGE];
+	uint8_t page[PAGE];
+	struct page_walk w;
+	size_t len = 0, pos = 0;
+	int n = 0, r;
+
+	for (int i = 1; i <= 2; i++) {
+		make_page(page, (unsigned int)i);
+		memcpy(payload + len, page, HDR + 12 * (size_t)i);
+		len += HDR + 12 * (size_t)i;
+	}
+	while ((r = page_walk_payload_next(&w, &le64, payload, len, &pos)) > 0)
+		n++;
+	CHECK(r == 0 && n == 2 && pos == len);
+
+	make_page(page, 1);
+	put_le64(page + 8, 12 | 1u << 25);
+	memcpy(payload + len, page, HDR + 12);
+	len += HDR + 12;
+	pos = 0;
+	n = 0;
+	while ((r = page_walk_payload_next(&w, &le64, payload, len, &pos)) > 0)
+		n++;
+	CHECK(r == -EBADMSG && n == 2 && pos == len && w.error_offset == 8 && w.error);
+}
+
 static int plen(const void *page, size_t len, unsigned int long_size, bool big_endian,
 		size_t page_size)
 {
@@ -270,6 +299,7 @@ int main(void)
 	test_captured();
 	test_hostile();
 	test_big_endian();
+	test_payload();
 	test_stored_len();
 	test_header_page();
 	return tests_done("test-page-walk");
