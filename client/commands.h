@@ -6,13 +6,13 @@
 #ifndef STACKMAPCTL_COMMANDS_H
 #define STACKMAPCTL_COMMANDS_H
 
-/* offline: client/cmd-segment.c */
+/* offline: client/cmd-info.c, cmd-verify.c, cmd-stacks.c */
 int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
 
 /* offline: client/cmd-report.c */
 int cmd_report(int argc, char **argv);
-int cmd_stacks(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
 
 /* control: client/cmd-control.c */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Two passes over the file: the tables and generation windows first (they
- * are written at the end of a segment), then the pages in file order, so
- * that per-CPU strict boundaries take effect where they stand in each CPU's
- * stream. Only the page walk and the resolution run per event: no event
- * formatting, no libtraceevent.
+ * Counting the stack ids of a finished segment that its own tables cannot
+ * resolve (audit.h), for the index, info and status. Two passes over the
+ * file: the tables and generation windows first (they are written at the
+ * end of a segment), then the pages in file order, so that per-CPU strict
+ * boundaries take effect where they stand in each CPU's stream. Only the page walk (lib/page-walk.c) and the resolution run per
+ * event: no event formatting, no libtraceevent.
  */
 #include "audit.h"
 #include "segment.h"
@@ -40,18 +41,15 @@ static int load_tables(const char *path, struct stacktab *t)
 static int audit_pages(struct stacktab *t, const struct page_layout *l, uint32_t cpu,
 		       const uint8_t *data, size_t len, uint64_t *refs, uint64_t *unresolved)
 {
+	struct page_format f = page_layout_format(l);
+	struct page_walk w;
 	size_t off = 0;
+	int r;
 
-	while (off < len) {
-		struct page_iter it;
-		struct page_event ev;
-		int plen, r;
+	while ((r = page_walk_payload_next(&w, &f, data, len, &off)) > 0) {
+		struct page_entry ev;
 
-		plen = segment_page_len(data + off, len - off, l->commit_size, false, l->page_size);
-		if (plen < 0)
-			return plen;
-		r = page_iter_init(&it, l, data + off, (size_t)plen);
-		while (r == 0 && (r = page_iter_next(&it, &ev)) > 0) {
+		while ((r = page_walk_next(&w, &ev)) > 0) {
 			int32_t id;
 
 			if (ev.type != l->stack_id_id || ev.len < 12)
@@ -64,9 +62,8 @@ static int audit_pages(struct stacktab *t, const struct page_layout *l, uint32_t
 		}
 		if (r < 0)
 			return -EBADMSG;
-		off += (size_t)plen;
 	}
-	return 0;
+	return r < 0 ? -EBADMSG : 0;
 }
 
 int audit_unresolved(const char *path, const struct page_layout *l, uint64_t *ret_refs,

@@ -1,31 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The ring-buffer page format walked here is the kernel's (see
- * kernel/trace/ring_buffer.c and events/header_event): a page header
- * (u64 timestamp, local_t commit with the missed-events flags in bits 31 and
- * 30), then events with a 32-bit header, type_len in the low 5 bits and
- * time_delta in the high 27:
- *   0       data length in array[0] (including array[0] itself), data after it
- *   1..28   type_len * 4 bytes of data
- *   29      padding (discarded event), length in array[0]; time_delta 0 means
- *           the rest of the page is empty
- *   30      time extend: delta = array[0] << 27 | time_delta
- *   31      absolute timestamp (59 bits; the top bits come from the current time)
- * Every event keeps its header when copied, so the time deltas and therefore
- * all timestamps are preserved exactly; only a kernel_stack entry's payload
- * is replaced by a shorter one.
+ * Page transcoding (transcode.h). Pages are walked with the page walker
+ * (lib/page-walk.c), which decides what a well-formed page is. Every event
+ * keeps its header when copied, so the time deltas and therefore all
+ * timestamps are preserved exactly; only a kernel_stack entry's payload is
+ * replaced by a shorter one. The deduplicated stack table that the readers
+ * share lives here too.
  */
 #include <pthread.h>
 
-#include "segment.h"
 #include "transcode.h"
 #include "util.h"
 
-#define TYPE_PADDING 29
-#define TYPE_TIME_EXTEND 30
-#define TYPE_TIME_STAMP 31
-#define TS_SHIFT 27
-#define TS_MSB (0xf8ULL << 56)
 #define TRANSCODER_CACHE 4096
 #define DEDUP_BUCKETS_MIN 4096
 
@@ -38,31 +24,17 @@ struct stackdedup {
 	atomic_uint_fast64_t overflows;
 };
 
-static int find_field(const char *text, const char *name, unsigned *ret_offset, unsigned *ret_size)
-{
-	const char *p = strstr(text, name);
-
-	if (!p)
-		return -EPROTO;
-	p = strstr(p, "offset:");
-	if (!p || sscanf(p, "offset:%u;\tsize:%u;", ret_offset, ret_size) != 2)
-		return -EPROTO;
-	return 0;
-}
-
 int page_layout_parse(const char *header_page, struct page_layout *ret)
 {
-	unsigned off, size, doff, dsize;
+	unsigned int size;
+	int r;
 
-	if (find_field(header_page, "timestamp;", &off, &size) < 0 || off != 0 || size != 8)
-		return -EPROTO;
-	if (find_field(header_page, "commit;", &off, &size) < 0 || (size != 8 && size != 4))
-		return -EPROTO;
-	if (find_field(header_page, "data;", &doff, &dsize) < 0 || doff != off + size)
-		return -EPROTO;
-	ret->commit_offset = off;
+	r = page_walk_header_commit_size(header_page, &size);
+	if (r < 0)
+		return r;
+	ret->commit_offset = 8;
 	ret->commit_size = size;
-	ret->data_offset = doff;
+	ret->data_offset = 8 + size;
 	return 0;
 }
 
@@ -353,21 +325,6 @@ static struct dstack *lookup_stack(struct transcoder *t, const uint8_t *ips, uin
 	return s;
 }
 
-static uint64_t read_commit(const struct page_layout *l, const uint8_t *page)
-{
-	if (l->commit_size == 8) {
-		uint64_t v;
-
-		memcpy(&v, page + l->commit_offset, 8);
-		return v;
-	} else {
-		uint32_t v;
-
-		memcpy(&v, page + l->commit_offset, 4);
-		return v;
-	}
-}
-
 static void write_commit(const struct page_layout *l, uint8_t *page, uint64_t v)
 {
 	if (l->commit_size == 8) {
@@ -377,6 +334,15 @@ static void write_commit(const struct page_layout *l, uint8_t *page, uint64_t v)
 
 		memcpy(page + l->commit_offset, &w, 4);
 	}
+}
+
+struct page_format page_layout_format(const struct page_layout *l)
+{
+	return (struct page_format){
+		.long_size = l->commit_size,
+		.big_endian = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__,
+		.page_size = l->page_size,
+	};
 }
 
 static void note_marker(struct transcoder *t, const uint8_t *data, size_t len, uint64_t ts)
@@ -401,113 +367,8 @@ static void note_marker(struct transcoder *t, const uint8_t *data, size_t len, u
 	m->text[n] = '\0';
 }
 
-int page_iter_init(struct page_iter *it, const struct page_layout *l, const uint8_t *page,
-		   size_t len)
-{
-	uint64_t cw;
-
-	if (len < l->data_offset)
-		return -EPROTO;
-	memset(it, 0, sizeof(*it));
-	memcpy(&it->ts, page, 8);
-	cw = read_commit(l, page);
-	it->commit = (size_t)(cw & PAGE_COMMIT_MASK);
-	if (it->commit > len - l->data_offset)
-		return -EPROTO;
-	it->data = page + l->data_offset;
-	return 0;
-}
-
-int page_iter_next(struct page_iter *it, struct page_event *ev)
-{
-	const uint8_t *data = it->data;
-	size_t off = it->off, commit = it->commit;
-
-	while (off + 4 <= commit) {
-		uint32_t hdr, arr = 0;
-		unsigned type_len, delta;
-		size_t total, dlen = 0;
-		const uint8_t *payload = NULL;
-
-		memcpy(&hdr, data + off, 4);
-		type_len = hdr & 31;
-		delta = hdr >> 5;
-		if (type_len == 0 || type_len >= TYPE_PADDING) {
-			if (off + 8 > commit) {
-				it->off = commit;
-				return type_len == TYPE_PADDING && delta == 0 ? 0 : -EPROTO;
-			}
-			memcpy(&arr, data + off + 4, 4);
-		}
-
-		switch (type_len) {
-		case 0:
-			if (arr < 4)
-				return -EPROTO;
-			dlen = arr - 4;
-			payload = data + off + 8;
-			total = 4 + (((size_t)arr + 3) & ~(size_t)3);
-			it->ts += delta;
-			break;
-		case TYPE_PADDING:
-			if (delta == 0) {
-				/* the rest of the page is unused */
-				it->off = commit;
-				return 0;
-			}
-			total = 4 + (size_t)arr;
-			it->ts += delta;
-			break;
-		case TYPE_TIME_EXTEND:
-			total = 8;
-			it->ts += ((uint64_t)arr << TS_SHIFT) | delta;
-			break;
-		case TYPE_TIME_STAMP: {
-			uint64_t abs = ((uint64_t)arr << TS_SHIFT) | delta;
-
-			if (it->ts & TS_MSB) {
-				abs |= it->ts & TS_MSB;
-				if (abs < it->ts)
-					abs += 1ULL << 59;
-			}
-			it->ts = abs;
-			total = 8;
-			break;
-		}
-		default:
-			dlen = (size_t)type_len * 4;
-			payload = data + off + 4;
-			total = 4 + dlen;
-			it->ts += delta;
-			break;
-		}
-		if (total > commit - off)
-			return -EPROTO;
-		ev->offset = off;
-		ev->total = total;
-		ev->delta = delta;
-		ev->ts = it->ts;
-		ev->payload = payload;
-		ev->len = dlen;
-		ev->type = -1;
-		off += total;
-		it->off = off;
-		if (payload) {
-			uint16_t type;
-
-			if (dlen < 8)
-				return -EPROTO;
-			memcpy(&type, payload, 2);
-			ev->type = type;
-		}
-		return 1;
-	}
-	it->off = off;
-	return off == commit ? 0 : -EPROTO;
-}
-
 /* Replace a kernel_stack entry by a stack_ref entry. Returns 1 if done, 0 if not, -ENOMEM. */
-static int transcode_stack(struct transcoder *t, const struct page_event *ev, struct buf *out)
+static int transcode_stack(struct transcoder *t, const struct page_entry *ev, struct buf *out)
 {
 	const struct page_layout *l = t->layout;
 	uint8_t rec[4 + STACK_REF_EVENT_SIZE];
@@ -542,22 +403,19 @@ static int transcode_stack(struct transcoder *t, const struct page_event *ev, st
 }
 
 /*
- * Walk the events of one page: summarize, collect stack ids and markers,
- * and with out != NULL append the transcoded events. Returns 0, -EPROTO
- * when the page does not walk cleanly, -ENOMEM.
+ * Walk the events of one page (its header already checked by w): summarize,
+ * collect stack ids and markers, and with out != NULL append the
+ * transcoded events. Returns 0, -EBADMSG when the page does not walk
+ * cleanly, -ENOMEM.
  */
-static int walk_page(struct transcoder *t, const uint8_t *page, size_t len, struct buf *out,
+static int walk_page(struct transcoder *t, struct page_walk *w, struct buf *out,
 		     struct page_summary *sum)
 {
 	const struct page_layout *l = t->layout;
-	struct page_iter it;
-	struct page_event ev;
+	struct page_entry ev;
 	int r;
 
-	r = page_iter_init(&it, l, page, len);
-	if (r < 0)
-		return r;
-	while ((r = page_iter_next(&it, &ev)) > 0) {
+	while ((r = page_walk_next(w, &ev)) > 0) {
 		if (ev.payload) {
 			sum->events++;
 			if (!sum->first_ts)
@@ -584,7 +442,7 @@ static int walk_page(struct transcoder *t, const uint8_t *page, size_t len, stru
 			}
 		}
 		if (out) {
-			r = buf_append(out, it.data + ev.offset, ev.total);
+			r = buf_append(out, w->data + ev.offset, ev.total);
 			if (r < 0)
 				return r;
 		}
@@ -596,32 +454,29 @@ int transcoder_page(struct transcoder *t, const uint8_t *page, size_t len, struc
 		    struct page_summary *sum)
 {
 	const struct page_layout *l = t->layout;
-	size_t start = out->len, commit, extra = 0, hdr = l->data_offset;
+	struct page_format f = page_layout_format(l);
+	size_t start = out->len, hdr = l->data_offset;
 	bool transcode = t->dedup && l->stack_ref_id >= 0;
-	uint64_t cw;
+	struct page_walk w;
 	int r;
 
 	memset(sum, 0, sizeof(*sum));
-	if (len < hdr)
-		goto drop;
-	cw = read_commit(l, page);
-	commit = (size_t)(cw & PAGE_COMMIT_MASK);
-	if (commit > len - hdr)
-		goto drop;
-	if (cw & PAGE_MISSED_STORED) {
-		if (commit + 8 > len - hdr)
-			goto drop;
-		extra = 8;
+	/* A page whose length cannot be trusted cannot be stored self-delimited: drop it. */
+	if (page_walk_init(&w, &f, page, len) < 0) {
+		t->parse_errors++;
+		sum->parse_error = true;
+		sum->lost_unknown = true;
+		return 0;
 	}
 
 	r = buf_append(out, page, hdr);
 	if (r < 0)
 		return r;
-	r = walk_page(t, page, len, transcode ? out : NULL, sum);
+	r = walk_page(t, &w, transcode ? out : NULL, sum);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
-		/* Keep the page as the kernel wrote it; readers decode it with kbuffer. */
+		/* Keep the page as the kernel wrote it; readers count it as malformed. */
 		t->parse_errors++;
 		out->len = start + hdr;
 		memset(sum, 0, sizeof(*sum));
@@ -629,32 +484,22 @@ int transcoder_page(struct transcoder *t, const uint8_t *page, size_t len, struc
 		transcode = false;
 	}
 	if (!transcode) {
-		r = buf_append(out, page + hdr, commit);
+		r = buf_append(out, w.data, w.commit);
 		if (r < 0)
 			return r;
 	} else {
 		/* the page got shorter: fix its commit length, keep the flags */
 		size_t newlen = out->len - start - hdr;
 
-		write_commit(l, out->data + start, (cw & ~PAGE_COMMIT_MASK) | newlen);
+		write_commit(l, out->data + start, (w.commit_word & ~PAGE_COMMIT_MASK) | newlen);
 	}
-	if (extra) {
-		uint64_t missed;
-
-		memcpy(&missed, page + hdr + commit, 8);
-		sum->lost_events += missed;
-		r = buf_append(out, page + hdr + commit, extra);
+	if (w.commit_word & PAGE_MISSED_STORED) {
+		sum->lost_events += w.missed;
+		r = buf_append(out, w.data + w.commit, f.long_size);
 		if (r < 0)
 			return r;
-	} else if (cw & PAGE_MISSED_EVENTS) {
+	} else if (w.commit_word & PAGE_MISSED_EVENTS) {
 		sum->lost_unknown = true;
 	}
-	return 0;
-
-drop:
-	/* A page whose length cannot be trusted cannot be stored self-delimited. */
-	t->parse_errors++;
-	sum->parse_error = true;
-	sum->lost_unknown = true;
 	return 0;
 }

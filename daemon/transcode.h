@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "page-walk.h"
 
 /* Where the fields of a page header are, and which event ids matter. */
 struct page_layout {
@@ -31,9 +32,6 @@ struct page_layout {
 	int stack_ref_id;		/* our synthetic stackmapd/stack_ref; -1: do not transcode */
 };
 
-#define PAGE_MISSED_EVENTS (1ULL << 31)
-#define PAGE_MISSED_STORED (1ULL << 30)
-#define PAGE_COMMIT_MASK 0xfffffULL
 #define STACK_REF_EVENT_SIZE 16		/* common fields (8) + stack_ref + nr_frames */
 #define MARKER_PREFIX "stackmapd: "
 
@@ -51,33 +49,8 @@ int page_layout_parse(const char *header_page, struct page_layout *ret);
  */
 int page_layout_stack_ref_format(int id, struct buf *out);
 
-/* Iterating over the events of one page (as read, or compacted). */
-struct page_iter {
-	const uint8_t *data;		/* first event */
-	size_t commit;			/* bytes of events */
-	size_t off;
-	uint64_t ts;
-};
-
-struct page_event {
-	size_t offset;			/* of the event header, from data */
-	size_t total;			/* header and payload */
-	unsigned delta;			/* the header's time delta */
-	uint64_t ts;
-	const uint8_t *payload;		/* NULL for time extends and padding */
-	size_t len;			/* payload bytes */
-	int type;			/* common_type, -1 without payload */
-};
-
-/* Start iterating a page of len bytes. Returns 0, or -EPROTO if its header is impossible. */
-int page_iter_init(struct page_iter *it, const struct page_layout *l, const uint8_t *page,
-		   size_t len);
-
-/*
- * Next entry (data events, time extends and padding alike). Returns 1 with
- * *ev filled, 0 at the end of the page, -EPROTO if the page is malformed.
- */
-int page_iter_next(struct page_iter *it, struct page_event *ev);
+/* The page format of the running kernel that a layout describes, for the page walker. */
+struct page_format page_layout_format(const struct page_layout *l);
 
 /* One deduplicated kernel stack. Immutable after creation except the marks. */
 struct dstack {

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Growable byte buffers (buf.h): the payloads of segment records, control
+ * replies and JSON text are assembled in them. Allocation failures are
+ * returned, never fatal; a failed append leaves the buffer as it was.
+ */
 #include <stdarg.h>
 
 #include "buf.h"

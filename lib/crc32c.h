@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* CRC-32C (Castagnoli), the checksum of every segment prologue, record and footer. */
 #ifndef STACKMAPD_CRC32C_H
 #define STACKMAPD_CRC32C_H
 

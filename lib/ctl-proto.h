@@ -5,8 +5,8 @@
  *
  *   - requests: one text packet, "COMMAND key=value ...", parsed and
  *     formatted by ctl_command_parse() / ctl_command_format();
- *   - replies: one JSON object, built with the JSON writer (json_writer_*)
- *     and read back by the client with the small JSON reader (json_parse()).
+ *   - replies: one JSON object, built with the JSON writer (json_writer_*,
+ *     json.h) and read back by the client with the JSON reader (json_parse()).
  *
  * Nothing here does I/O or logs.
  */
@@ -18,14 +18,14 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "json.h"
 
 #define CTL_PROTO_VERSION 1
 #define CTL_REQUEST_MAX 4096			/* bytes in a request packet */
-#define CTL_REPLY_MAX (1024 * 1024)		/* bytes of JSON text in a reply */
+#define CTL_REPLY_MAX JSON_TEXT_MAX_DEFAULT	/* bytes of JSON text in a reply */
 #define CTL_PACKET_MAX (64 * 1024)		/* a longer reply spans several packets */
 #define CTL_ARGS_MAX 16				/* key=value arguments in a request */
 #define CTL_WORD_MAX 32				/* length of a command word or a key */
-#define JSON_DEPTH_MAX 32			/* nesting accepted by the writer and reader */
 
 /* Default socket path; the daemon's [control] socket key overrides it. */
 #define CTL_SOCKET_DEFAULT RUNSTATEDIR "/stackmapd/control"
@@ -74,56 +74,6 @@ const char *ctl_args_get(const struct ctl_args *args, const char *key);
 int ctl_command_format(struct buf *b, const char *command, const struct ctl_args *args);
 
 /*
- * JSON writer. Calls add to a growing text; the first error (-ENOMEM,
- * -E2BIG past the size cap, -EINVAL on a misuse such as a missing key in an
- * object or a key in an array, or too deep nesting) is latched and makes
- * the following calls no-ops, so that a reply is built with plain calls and
- * checked once by json_writer_finish().
- *
- * key is the member name inside an object and must be NULL inside an array
- * or for the top-level value. Strings are escaped; invalid UTF-8 in them is
- * replaced by U+FFFD so the output is always valid JSON.
- */
-struct json_writer {
-	struct buf buf;
-	size_t max;				/* cap on the text's length */
-	int error;				/* first error, 0 if none */
-	unsigned depth;
-	bool in_object[JSON_DEPTH_MAX + 1];	/* [depth]: object (true) or array */
-	bool has_items[JSON_DEPTH_MAX + 1];	/* [depth]: a comma is needed */
-};
-
-/* Start an empty writer whose text may grow to max bytes (0: CTL_REPLY_MAX). */
-void json_writer_init(struct json_writer *w, size_t max);
-
-/* Free the writer's memory; the writer may be reused after json_writer_init(). */
-void json_writer_done(struct json_writer *w);
-
-void json_object_open(struct json_writer *w, const char *key);
-void json_object_close(struct json_writer *w);
-void json_array_open(struct json_writer *w, const char *key);
-void json_array_close(struct json_writer *w);
-
-/* A string (NULL writes null). */
-void json_add_string(struct json_writer *w, const char *key, const char *s);
-/* A string of len bytes that may contain NUL (escaped as \u0000). */
-void json_add_stringn(struct json_writer *w, const char *key, const char *s, size_t len);
-void json_add_int(struct json_writer *w, const char *key, int64_t v);
-void json_add_uint(struct json_writer *w, const char *key, uint64_t v);
-void json_add_bool(struct json_writer *w, const char *key, bool v);
-/* Shortest of %.15g/%.17g that reads back exactly; NaN and infinities are written as null. */
-void json_add_double(struct json_writer *w, const char *key, double v);
-void json_add_null(struct json_writer *w, const char *key);
-
-/*
- * Check that everything opened was closed and no error was latched, then
- * hand the NUL-terminated text to the caller (*ret_text, caller frees; its
- * length in *ret_len if not NULL) and reset the writer to empty. Returns 0
- * or the latched negative errno (-EINVAL if something is still open).
- */
-int json_writer_finish(struct json_writer *w, char **ret_text, size_t *ret_len);
-
-/*
  * Start a reply: open the top-level object and write "version" and "ok".
  * Add the command's fields, then json_object_close() and
  * json_writer_finish() (the daemon's ctl_reply() does both).
@@ -136,59 +86,5 @@ void ctl_reply_begin(struct json_writer *w, bool ok);
  * *ret_text is allocated (caller frees). Returns 0 or -ENOMEM.
  */
 int ctl_reply_format_error(int error, const char *message, char **ret_text);
-
-/* JSON reader: a parsed document is a tree of values. */
-enum json_type {
-	JSON_NULL,
-	JSON_BOOL,
-	JSON_NUMBER,
-	JSON_STRING,
-	JSON_ARRAY,
-	JSON_OBJECT,
-	JSON_TYPE_MAX
-};
-
-struct json_value {
-	enum json_type type;
-	char *key;			/* member name inside an object, else NULL */
-	bool boolean;			/* JSON_BOOL */
-	double number;			/* JSON_NUMBER */
-	bool is_integer;		/* JSON_NUMBER written without fraction/exponent, fits int64 */
-	int64_t integer;		/* JSON_NUMBER when is_integer */
-	char *string;			/* JSON_STRING: decoded UTF-8; JSON_NUMBER: the literal */
-	size_t len;			/* length of string (a decoded \u0000 stays inside) */
-	struct json_value **items;	/* JSON_ARRAY, JSON_OBJECT: members in document order */
-	size_t nr_items;
-};
-
-/*
- * Parse the JSON text of len bytes (one value, surrounding whitespace
- * allowed; it need not be NUL-terminated). On success *ret owns the tree
- * (free with json_value_free()). Returns 0, -EBADMSG on any syntax error,
- * invalid UTF-8, nesting deeper than JSON_DEPTH_MAX or trailing garbage,
- * or -ENOMEM.
- */
-int json_parse(const char *text, size_t len, struct json_value **ret);
-
-/* Free a tree from json_parse(). Accepts NULL; returns NULL. */
-struct json_value *json_value_free(struct json_value *v);
-
-/* Member key of object obj (borrowed from obj), or NULL if missing or obj is not an object. */
-const struct json_value *json_get(const struct json_value *obj, const char *key);
-
-/* The string member key of obj (borrowed), or NULL if missing or not a string. */
-const char *json_get_string(const struct json_value *obj, const char *key);
-
-/* The boolean member key of obj, or def if missing or not a boolean. */
-bool json_get_bool(const struct json_value *obj, const char *key, bool def);
-
-/*
- * How much of text is one complete JSON object or array: returns its
- * length (> 0) once the top-level value has closed, 0 while it is still
- * incomplete, -EBADMSG if the text cannot be the start of an object or
- * array. Used to reassemble a reply that spans several packets; it checks
- * only brackets and strings, json_parse() checks the rest.
- */
-int json_scan_complete(const char *text, size_t len);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "decode.h"
+#include "segment-meta.h"
 #include "util.h"
 
 struct ksyms;
@@ -19,11 +20,6 @@ struct segment_reader;
 struct tep_format_field;
 
 #define DECODE_MAX_ERRORS 16
-
-struct meta_kv {
-	char *key;
-	char *value;
-};
 
 /* One item of a CPU's stream in a segment: a PAGES payload, or a strict boundary. */
 struct item {
@@ -50,11 +46,10 @@ struct decoder_segment {
 	struct tep_handle *tep;
 	struct ksyms *ks;
 	struct stacktab *tab;
-	struct meta_kv *meta;
-	size_t nr_meta;
+	struct segment_meta meta;
 	unsigned int long_size;
 	bool big_endian;
-	size_t page_size;
+	size_t page_size;	/* 0: unknown */
 	int stack_type[DECODED_STACK_MAX];	/* event type id of each stack kind, -1: none */
 	struct tep_format_field *caller_field, *size_field, *id_field, *ref_field;
 	uint64_t data_end;	/* records at or after this offset are not used */

@@ -61,10 +61,7 @@ struct tep_handle *decoder_segment_tep(const struct decoder_segment *s)
 
 const char *decoder_segment_meta(const struct decoder_segment *s, const char *key)
 {
-	for (size_t i = 0; i < s->nr_meta; i++)
-		if (streq(s->meta[i].key, key))
-			return s->meta[i].value;
-	return NULL;
+	return segment_meta_get(&s->meta, key);
 }
 
 static void item_free_list(struct item *it)
@@ -87,11 +84,7 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 	}
 	free(s->cpus);
 	segment_reader_free(s->shared);
-	for (size_t i = 0; i < s->nr_meta; i++) {
-		free(s->meta[i].key);
-		free(s->meta[i].value);
-	}
-	free(s->meta);
+	segment_meta_done(&s->meta);
 	for (size_t i = 0; i < s->nr_errors; i++)
 		free(s->errors[i]);
 	if (s->tep)
@@ -104,84 +97,36 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 }
 
 
-static bool host_big_endian(void)
-{
-	return __BYTE_ORDER == __BIG_ENDIAN;
-}
-
-static int parse_meta(struct decoder_segment *s, const uint8_t *data, size_t len)
-{
-	const char *p = (const char *)data, *end = p + len;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p)), *eq;
-		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		struct meta_kv *n;
-
-		eq = memchr(p, '=', l);
-		if (eq) {
-			n = realloc(s->meta, sizeof(*n) * (s->nr_meta + 1));
-			if (!n)
-				return -ENOMEM;
-			s->meta = n;
-			n[s->nr_meta].key = strndup(p, (size_t)(eq - p));
-			n[s->nr_meta].value = strndup(eq + 1, l - (size_t)(eq - p) - 1);
-			if (!n[s->nr_meta].key || !n[s->nr_meta].value) {
-				free(n[s->nr_meta].key);
-				free(n[s->nr_meta].value);
-				return -ENOMEM;
-			}
-			s->nr_meta++;
-		}
-		p += l + 1;
-	}
-	return 0;
-}
-
 static bool meta_u64(const struct decoder_segment *s, const char *key, uint64_t *ret)
 {
-	const char *v = decoder_segment_meta(s, key);
-	unsigned long long x;
-	char *e;
-
-	if (!v || !*v)
-		return false;
-	errno = 0;
-	x = strtoull(v, &e, 10);
-	if (errno || *e)
-		return false;
-	*ret = x;
-	return true;
+	return segment_meta_u64(&s->meta, key, ret) == 0;
 }
 
-/* The traced machine's layout from META; host values (with a note) when missing. */
+/* The traced machine's layout from META; what a reader assumes (with a note) when missing. */
 static void setup_layout(struct decoder_segment *s)
 {
-	const char *bo = decoder_segment_meta(s, "byte_order");
-	uint64_t v;
+	struct page_format f;
+	unsigned int guessed = segment_meta_page_format(&s->meta, &f);
 
-	s->long_size = sizeof(long);
-	if (meta_u64(s, "long_size", &v) && (v == 4 || v == 8))
-		s->long_size = (unsigned int)v;
-	else
-		decoder_segment_add_error(s, "'%s': META has no valid long_size, assuming %u", s->path, s->long_size);
-
-	s->big_endian = host_big_endian();
-	if (bo && (streq(bo, "little") || streq(bo, "big")))
-		s->big_endian = streq(bo, "big");
-	else
-		decoder_segment_add_error(s, "'%s': META has no valid byte_order, assuming the host's", s->path);
-
-	s->page_size = 4096;
-	if (meta_u64(s, "page_size", &v) && v >= 64 && v <= ((uint64_t)64 << 20))
-		s->page_size = (size_t)v;
-	else
-		decoder_segment_add_error(s, "'%s': META has no valid page_size, assuming 4096", s->path);
+	s->long_size = f.long_size;
+	s->big_endian = f.big_endian;
+	s->page_size = f.page_size;
+	if (guessed & SEGMENT_META_GUESSED_LONG_SIZE)
+		decoder_segment_add_error(s, "'%s': META has no valid long_size, assuming %u",
+					  s->path, s->long_size);
+	if (guessed & SEGMENT_META_GUESSED_BYTE_ORDER)
+		decoder_segment_add_error(s, "'%s': META has no valid byte_order, assuming the host's",
+					  s->path);
+	if (guessed & SEGMENT_META_GUESSED_PAGE_SIZE)
+		decoder_segment_add_error(s, "'%s': META has no valid page_size, pages are not "
+					  "checked against one", s->path);
 
 	tep_set_long_size(s->tep, (int)s->long_size);
-	tep_set_page_size(s->tep, (int)s->page_size);
+	if (s->page_size)
+		tep_set_page_size(s->tep, (int)s->page_size);
 	tep_set_file_bigendian(s->tep, s->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-	tep_set_local_bigendian(s->tep, host_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(s->tep, __BYTE_ORDER == __BIG_ENDIAN ? TEP_BIG_ENDIAN
+								 : TEP_LITTLE_ENDIAN);
 }
 
 /*
@@ -412,7 +357,7 @@ int decoder_segment_load(const char *path, struct decoder_segment **ret, char **
 					*ret_error = NULL;
 				return -EBADMSG;
 			}
-			r = parse_meta(s, rec.data, rec.len);
+			r = segment_meta_parse(&s->meta, rec.data, rec.len);
 			if (r < 0)
 				return r;
 			setup_layout(s);

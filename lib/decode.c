@@ -4,8 +4,9 @@
  *
  * decode-segment.c reads each segment's tables and hands out each CPU's
  * records of it. Here one cursor per CPU walks that CPU's pages with
- * kbuffer and carries the CPU's stream from one segment into the next; a
- * heap merges the cursors by timestamp. At most two consecutive segments
+ * kbuffer, each page checked by the page walker first (a malformed page
+ * is counted and reported, never parsed), and carries the CPU's stream
+ * from one segment into the next; a heap merges the cursors by timestamp. At most two consecutive segments
  * are open: a cursor that reaches the end of the newer one waits until
  * every cursor has left the older one, which is then closed and its
  * problems reported.
@@ -17,6 +18,7 @@
 #include <kbuffer.h>
 
 #include "decode-internal.h"
+#include "page-walk.h"
 #include "segment.h"
 #include "stacktab.h"
 #include "util.h"
@@ -98,6 +100,7 @@ struct decoder {
 	struct tep_record record;
 	struct stacktab_stats stats;	/* of closed segments */
 	size_t lookahead;
+	uint64_t bad_pages;		/* pages the page walker rejected */
 };
 
 int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
@@ -135,6 +138,11 @@ const char *decoder_error(const struct decoder *d)
 uint64_t decoder_lost_events(const struct decoder *d, unsigned int cpu)
 {
 	return cpu < d->nr_cursors && d->cursors[cpu] ? d->cursors[cpu]->lost_total : 0;
+}
+
+uint64_t decoder_bad_pages(const struct decoder *d)
+{
+	return d->bad_pages;
 }
 
 static void add_stats(struct stacktab_stats *to, const struct stacktab *t)
@@ -232,7 +240,8 @@ static struct cursor *cursor_free(struct cursor *c)
 /* Prepare c to read pages of s (long size and byte order may differ between segments). */
 static int cursor_setup(struct cursor *c, const struct decoder_segment *s)
 {
-	size_t need = s->page_size + PAGE_SLACK;
+	/* Without a known page size, room for the largest page a commit word allows. */
+	size_t need = (s->page_size ? s->page_size : PAGE_COMMIT_MASK + 1 + 16 + 8) + PAGE_SLACK;
 
 	if (c->kbuf)
 		kbuffer_free(c->kbuf);
@@ -374,34 +383,69 @@ static int cursor_leave(struct decoder *d, struct cursor *c)
 	return cursor_enter(d, c, c->seg + 1);
 }
 
-/* Copy the next page of the current payload into the page buffer and load it. */
-static int cursor_load_page(struct cursor *c, const struct decoder_segment *s)
+/*
+ * A page that the walker rejects is counted and reported, never handed to
+ * kbuffer. When its header is bad, the next page cannot be found: the rest
+ * of the record goes with it.
+ */
+static void cursor_bad_page(struct decoder *d, struct cursor *c, struct decoder_segment *s,
+			    size_t page_off, size_t bad_off, const char *why, bool rest)
 {
-	const uint8_t *p;
+	d->bad_pages++;
+	decoder_segment_add_error(s, "'%s': CPU %u: malformed page at offset %zu of the record at "
+				  "offset %" PRIu64 " (byte %zu: %s), %s", s->path, c->cpu,
+				  page_off, c->item->offset, bad_off, why,
+				  rest ? "the rest of that record is skipped" : "page skipped");
+}
+
+/*
+ * Copy the next well-formed page of the current payload into the page
+ * buffer and load it into kbuffer. Returns 1, or 0 when the payload has no
+ * more pages.
+ */
+static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_segment *s)
+{
+	struct page_format f;
+	const char *why = NULL;
+	size_t bad = 0;
 	int len, missed;
 
-	if (!c->item || c->pos >= c->item->len)
+	if (!s)
 		return 0;
-	p = c->item->data + c->pos;
-	len = segment_page_len(p, c->item->len - c->pos, s->long_size, s->big_endian,
-			       s->page_size);
-	if (len < 0)
-		return -EBADMSG;
-	memcpy(c->page, p, (size_t)len);
-	if (c->page_dirty > (size_t)len)
-		memset(c->page + len, 0, c->page_dirty - (size_t)len);
-	c->page_dirty = c->page_len = (size_t)len;
-	c->pos += (size_t)len;
-	if (kbuffer_load_subbuffer(c->kbuf, c->page) < 0)
-		return -EBADMSG;
-	c->page_loaded = true;
-	missed = kbuffer_missed_events(c->kbuf);
-	if (missed) {
-		c->lost = (missed < 0 || c->lost < 0) ? -1 : c->lost + missed;
-		if (missed > 0)
-			c->lost_total += (uint64_t)missed;
+	f = (struct page_format){ s->long_size, s->big_endian, s->page_size };
+	while (c->item && c->pos < c->item->len) {
+		const uint8_t *p = c->item->data + c->pos;
+		size_t page_off = c->pos;
+		struct page_walk w;
+
+		if (page_walk_payload_next(&w, &f, c->item->data, c->item->len, &c->pos) < 0) {
+			cursor_bad_page(d, c, s, page_off, w.error_offset,
+					w.error ? w.error : "bad page format", true);
+			continue;
+		}
+		len = page_walk_check(&f, p, w.stored_len, &bad, &why);
+		if (len < 0) {
+			cursor_bad_page(d, c, s, page_off, bad, why, false);
+			continue;
+		}
+		memcpy(c->page, p, (size_t)len);
+		if (c->page_dirty > (size_t)len)
+			memset(c->page + len, 0, c->page_dirty - (size_t)len);
+		c->page_dirty = c->page_len = (size_t)len;
+		if (kbuffer_load_subbuffer(c->kbuf, c->page) < 0) {
+			cursor_bad_page(d, c, s, page_off, 0, "kbuffer refused it", false);
+			continue;
+		}
+		c->page_loaded = true;
+		missed = kbuffer_missed_events(c->kbuf);
+		if (missed) {
+			c->lost = (missed < 0 || c->lost < 0) ? -1 : c->lost + missed;
+			if (missed > 0)
+				c->lost_total += (uint64_t)missed;
+		}
+		return 1;
 	}
-	return 1;
+	return 0;
 }
 
 /* Find c's next event: afterwards c has a head, or is parked or done. 0 or -ENOMEM. */
@@ -431,7 +475,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 			}
 			r = -EBADMSG;
 		} else
-			r = cursor_load_page(c, s);
+			r = cursor_load_page(d, c, s);
 		if (r > 0) {
 			data = kbuffer_read_event(c->kbuf, &ts);
 			continue;

@@ -101,6 +101,12 @@ const char *decoder_error(const struct decoder *d);
 /* Per-CPU count of events the kernel reported lost in the pages read so far. */
 uint64_t decoder_lost_events(const struct decoder *d, unsigned int cpu);
 
+/*
+ * Pages rejected as malformed so far (each is also reported, with its
+ * offset, as a problem of its segment); their events are not returned.
+ */
+uint64_t decoder_bad_pages(const struct decoder *d);
+
 /* Resolution counters over all segments decoded so far. */
 void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret);
 

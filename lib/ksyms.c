@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Kernel symbol tables (ksyms.h): parsing /proc/kallsyms text into a table
+ * sorted by address, and the lookups and formatting that stackmapctl and
+ * the daemon use to symbolize stacks.
+ */
 #include <ctype.h>
 #include <inttypes.h>
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The segment format (doc/segment-format.md): write, read, verify, recover.
- * Shared by the daemon and stackmapctl. Not thread-safe: the daemon's
- * archive serializes access to a writer.
+ * The segment format (doc/segment-format.md): write (segment-writer.c),
+ * read and verify (segment-reader.c), recover (segment-recover.c), and the
+ * shared encodings and file names (segment.c). Shared by the daemon and
+ * stackmapctl. Not thread-safe: the daemon's archive serializes access to
+ * a writer.
  */
 #ifndef STACKMAPD_SEGMENT_H
 #define STACKMAPD_SEGMENT_H
@@ -242,25 +244,6 @@ int segment_recover(const char *part_path, const struct segment_index *idx, cons
 
 /* Name of a record type ("META", ...), or NULL if the type is unknown. Static. */
 const char *segment_rec_type_name(unsigned int type);
-
-/* Ring-buffer page commit word (doc/segment-format.md, PAGES payload). */
-#define SEGMENT_PAGE_COMMIT_MASK 0xfffffu
-#define SEGMENT_PAGE_MISSED_STORED (1u << 30)
-#define SEGMENT_PAGE_MISSED_EVENTS (1u << 31)
-
-/*
- * Length of the compacted page at the start of buf (len bytes available) in
- * a PAGES payload: 8 + long_size header bytes, commit & COMMIT_MASK data
- * bytes, and long_size bytes of missed-event count if MISSED_STORED is set.
- * long_size (4 or 8) and big_endian describe the traced kernel (META
- * long_size and byte_order); page_size is META page_size, or 0 if unknown.
- * Returns the length (> 0), or -EBADMSG if the page is cut short, its commit
- * word has any of bits 20-29 set, or it would not fit in page_size bytes once
- * padded; -EINVAL for a bad long_size. Reading the page needs a buffer of
- * MAX(page_size, length) bytes, zero-padded.
- */
-int segment_page_len(const void *buf, size_t len, unsigned int long_size, bool big_endian,
-		     size_t page_size);
 
 /* ---- names ---- */
 

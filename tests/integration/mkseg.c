@@ -244,9 +244,9 @@ static void output_page(struct output *o, int cpu, uint8_t *page, int page_size)
 		if (transcoder_page(&o->tc, page, (size_t)page_size, &o->pages, &sum) < 0)
 			die("out of memory");
 	} else {
-		int len = segment_page_len(page, (size_t)page_size, sizeof(long),
-					   __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__,
-					   (size_t)page_size);
+		struct page_format f = { sizeof(long), __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__,
+					 (size_t)page_size };
+		int len = page_walk_stored_len(&f, page, (size_t)page_size);
 
 		if (len < 0 || buf_append(&o->pages, page, (size_t)len) < 0)
 			die("bad page on CPU %d", cpu);

@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "decode.h"
 #include "helpers.h"
+#include "page-walk.h"
 #include "segment.h"
 #include "stacktab.h"
 #include "transcode.h"
@@ -87,7 +88,7 @@ static void add_pages(struct segment_writer *w, unsigned cpu, int from, int to)
 		memcpy(pg, raw[i], PAGE);
 		if (cpu == 1)
 			put_le64(pg, get_le64(pg) + CPU1_SHIFT);
-		len = segment_page_len(pg, PAGE, 8, false, PAGE);
+		len = page_walk_stored_len(&(struct page_format){ 8, false, PAGE }, pg, PAGE);
 		CHECK(len > 0);
 		CHECK(buf_append(&b, pg, (size_t)len) == 0);
 	}
@@ -704,6 +705,82 @@ static void test_stack_ids(void)
 	}
 }
 
+/* Decode one segment to its end; returns the events, *ret_errors the problems reported. */
+static size_t decode_count(const char *path, size_t *ret_errors, uint64_t *ret_bad_pages,
+			   bool *ret_saw_offset, uint64_t rec_off)
+{
+	struct decoder *d;
+	struct decoded_event ev;
+	size_t events = 0, errors = 0;
+	char off[32];
+	int r;
+
+	snprintf(off, sizeof(off), "%" PRIu64, rec_off);
+	*ret_saw_offset = false;
+	CHECK(decoder_open((const char *const[]){ path }, 1, &d) == 0);
+	while ((r = decoder_next(d, &ev)) != 0) {
+		if (r > 0) {
+			events++;
+			continue;
+		}
+		errors++;
+		if (strstr(decoder_error(d), "malformed page") && strstr(decoder_error(d), off))
+			*ret_saw_offset = true;
+	}
+	*ret_errors = errors;
+	*ret_bad_pages = decoder_bad_pages(d);
+	decoder_free(d);
+	return events;
+}
+
+/*
+ * A page whose padding length is -4 makes kbuffer loop for ever: the
+ * decoder rejects it with its offset, and decodes the pages around it.
+ */
+static void test_hostile_page(void)
+{
+	_cleanup_free_ char *good = NULL, *bad = NULL;
+	struct segment_writer *w;
+	struct buf b = {};
+	uint64_t bad_pages, rec_off = 0;
+	size_t errors, n_good, n_bad;
+	bool saw;
+
+	w = seg_open("00000020-good", NULL);
+	add_pages(w, 0, 0, 1);
+	add_pages(w, 0, 2, 4);
+	good = seg_finish(w);
+
+	w = seg_open("00000021-bad", NULL);
+	for (int i = 0; i < 4; i++) {
+		uint8_t pg[PAGE];
+		int len;
+
+		memcpy(pg, raw[i], PAGE);
+		if (i == 1) {
+			put_le32(pg + 16, 1u << 5 | 29);	/* padding, delta 1 */
+			put_le32(pg + 20, 0xfffffffc);
+		}
+		len = page_walk_stored_len(&(struct page_format){ 8, false, PAGE }, pg, PAGE);
+		CHECK(len > 0);
+		CHECK(buf_append(&b, pg, (size_t)len) == 0);
+	}
+	rec_off = segment_writer_size(w);
+	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 0, b.data, b.len, 1, NULL) == 0);
+	buf_done(&b);
+	bad = seg_finish(w);
+
+	alarm(60);	/* a hang fails the test instead of stalling the suite */
+	n_good = decode_count(good, &errors, &bad_pages, &saw, rec_off);
+	CHECK(errors == 0 && bad_pages == 0);
+	n_bad = decode_count(bad, &errors, &bad_pages, &saw, rec_off);
+	alarm(0);
+	CHECK_MSG(n_bad == n_good, "%zu events around the bad page, %zu without it", n_bad, n_good);
+	CHECK(n_good > 0);
+	CHECK(errors == 1 && bad_pages == 1);
+	CHECK(saw);
+}
+
 static void test_open_errors(void)
 {
 	_cleanup_free_ char *junk = NULL, *msg = NULL;
@@ -746,6 +823,7 @@ int main(void)
 	test_stack_refs();
 	test_stack_ids();
 	test_open_errors();
+	test_hostile_page();
 
 	test_rmtree(dir);
 	free(dir);

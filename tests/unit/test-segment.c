@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "crc32c.h"
 #include "helpers.h"
+#include "segment-meta.h"
 #include "segment.h"
 #include "util.h"
 
@@ -838,42 +839,6 @@ static void test_codecs(void)
 	CHECK(segment_rec_type_name(0) == NULL && segment_rec_type_name(99) == NULL);
 }
 
-static void test_page_len(void)
-{
-	uint8_t page[4096] = { 0 };
-
-	put_le32(page + 8, 100);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 116);
-	CHECK(segment_page_len(page, 115, 8, false, 4096) == -EBADMSG);
-	CHECK(segment_page_len(page, 116, 8, false, 0) == 116);
-	CHECK(segment_page_len(page, sizeof(page), 4, false, 4096) == 112);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 100) == -EBADMSG);
-	CHECK(segment_page_len(page, sizeof(page), 3, false, 4096) == -EINVAL);
-	put_le32(page + 8, 100 | SEGMENT_PAGE_MISSED_EVENTS | SEGMENT_PAGE_MISSED_STORED);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 124);
-	CHECK(segment_page_len(page, sizeof(page), 4, false, 4096) == 116);
-	/* A 64-bit kernel sign-extends RB_MISSED_EVENTS into the upper half. */
-	put_le64(page + 8, 0xffffffffc0000000ull | 100);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 124);
-	put_le64(page + 8, 0xffffffff80000000ull | 100);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == 116);
-	put_le64(page + 8, 100 | 1u << 24);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
-	put_le64(page + 8, 100 | 1u << 29);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
-	put_le64(page + 8, 0);
-	put_le32(page + 8, 4096);
-	CHECK(segment_page_len(page, sizeof(page), 8, false, 4096) == -EBADMSG);
-	/* Big-endian 64-bit commit word. */
-	memset(page + 8, 0, 8);
-	page[15] = 100;
-	page[12] = 0xc0;
-	CHECK(segment_page_len(page, sizeof(page), 8, true, 4096) == 124);
-	put_le32(page + 8, 0);
-	page[11] = 100;
-	CHECK(segment_page_len(page, sizeof(page), 4, true, 4096) == 112);
-}
-
 static void test_names(void)
 {
 	uint64_t seq = 0;
@@ -900,12 +865,44 @@ static void test_names(void)
 	CHECK(seq == 7);
 }
 
+static void test_meta(void)
+{
+	static const char text[] = "format_version=1\nnoequals\nlong_size=4\nbyte_order=big\n"
+				   "page_size=8192\nhostname=a=b\nlong_size=8\nempty=\nbad=12x";
+	struct segment_meta m = { 0 };
+	struct page_format f;
+	uint64_t v = 0;
+
+	CHECK(segment_meta_parse(&m, text, strlen(text)) == 0);
+	CHECK(m.n == 8);
+	CHECK(streq(segment_meta_get(&m, "hostname"), "a=b"));
+	CHECK(streq(segment_meta_get(&m, "long_size"), "4"));	/* the first one counts */
+	CHECK(segment_meta_get(&m, "noequals") == NULL);
+	CHECK(segment_meta_u64(&m, "page_size", &v) == 0 && v == 8192);
+	CHECK(segment_meta_u64(&m, "empty", &v) == -ENOENT);
+	CHECK(segment_meta_u64(&m, "missing", &v) == -ENOENT);
+	CHECK(segment_meta_u64(&m, "bad", &v) == -EINVAL);
+	CHECK(segment_meta_page_format(&m, &f) == 0);
+	CHECK(f.long_size == 4 && f.big_endian && f.page_size == 8192);
+
+	/* A payload without a trailing newline, then a bad one: what a reader assumes. */
+	CHECK(segment_meta_parse(&m, "long_size=3\nbyte_order=middle\npage_size=-1", 42) == 0);
+	CHECK(m.n == 3 && streq(segment_meta_get(&m, "page_size"), "-1"));
+	CHECK(segment_meta_page_format(&m, &f) == (SEGMENT_META_GUESSED_LONG_SIZE |
+						   SEGMENT_META_GUESSED_BYTE_ORDER |
+						   SEGMENT_META_GUESSED_PAGE_SIZE));
+	CHECK(f.long_size == sizeof(long) && f.page_size == 0);
+	segment_meta_done(&m);
+	CHECK(m.n == 0 && m.kv == NULL && m.text == NULL);
+	segment_meta_done(&m);
+}
+
 int main(void)
 {
+	test_meta();
 	tmpdir = test_tmpdir();
 	test_names();
 	test_codecs();
-	test_page_len();
 	test_round_trip();
 	test_part();
 	test_truncation();

@@ -6,6 +6,8 @@
  * page, every kernel_stack replaced by a stack_ref naming the same stack.
  * Then garbage and truncated pages: never a crash, never a wrong page.
  */
+#include <inttypes.h>
+
 #include <event-parse.h>
 #include <kbuffer.h>
 
@@ -175,6 +177,35 @@ int main(void)
 			CHECK_MSG(out.len == want, "round %d: %zu bytes out, commit says %zu", round,
 				  out.len, want);
 		}
+		buf_done(&out);
+		transcoder_reset_refs(&t);
+	}
+
+	/*
+	 * A page the walker rejects (padding of length -4, which would stop
+	 * kbuffer for ever) is counted and kept as the kernel wrote it, so
+	 * that readers reject it the same way.
+	 */
+	{
+		uint8_t page[PAGE];
+		struct page_summary sum;
+		struct buf out = { 0 };
+		struct page_format f = page_layout_format(&l);
+		uint64_t errors = t.parse_errors;
+		size_t bad_off = 0;
+
+		memcpy(page, raw, PAGE);
+		put_le32(page + 16, 1u << 5 | PAGE_TYPE_PADDING);
+		put_le32(page + 20, 0xfffffffc);
+		CHECK(transcoder_page(&t, page, PAGE, &out, &sum) == 0);
+		CHECK(sum.parse_error && sum.events == 0);
+		CHECK(t.parse_errors == errors + 1);
+		CHECK_MSG(out.len == 16 + (get_le64(page + 8) & PAGE_COMMIT_MASK) +
+				     ((get_le64(page + 8) & PAGE_MISSED_STORED) ? 8 : 0) &&
+			  memcmp(out.data, page, out.len) == 0, "%zu bytes out, commit word 0x%" PRIx64,
+			  out.len, get_le64(page + 8));
+		CHECK(page_walk_check(&f, out.data, out.len, &bad_off, NULL) == -EBADMSG &&
+		      bad_off == 16);
 		buf_done(&out);
 		transcoder_reset_refs(&t);
 	}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Helpers shared by stackmapctl's offline segment commands (cmd-common.c). */
+#ifndef STACKMAPCTL_CMD_COMMON_H
+#define STACKMAPCTL_CMD_COMMON_H
+
+#include <stdbool.h>
+
+#include "json.h"
+
+/*
+ * Print the finished JSON text of w as one line on stdout and free w's
+ * memory (the writer is left empty). Returns 0 or the writer's -errno.
+ */
+int cmd_json_print(struct json_writer *w);
+
+/*
+ * Parse "[--json] SEGMENT..." (argv[0] is the command's name). Returns 0
+ * with *ret_json and *ret_first (index of the first segment), 1 when help
+ * was printed, -1 on a usage error (logged).
+ */
+int cmd_segment_args(int argc, char **argv, bool *ret_json, int *ret_first);
+
+/* What a segment_reader_open() error means for a user, or NULL for a plain -errno. Static. */
+const char *cmd_segment_open_error(int r);
+
+#endif

@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * stackmapctl info: what a segment holds (META, record counts, per-CPU
+ * pages, events, time span, losses, stacks, notes), as text or JSON. The
+ * per-CPU figures come from the index of an intact segment, otherwise
+ * from walking the pages that survived with the page walker.
+ */
+#include <inttypes.h>
+#include <time.h>
+
+#include "cmd-common.h"
+#include "commands.h"
+#include "log.h"
+#include "page-walk.h"
+#include "segment-meta.h"
+#include "segment.h"
+#include "stacktab.h"
+#include "util.h"
+
+/* Text from a segment for a terminal: control characters become '?', lines after the first are indented. */
+static void print_text(FILE *f, const char *s, size_t len, const char *indent)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\n') {
+			if (i + 1 < len)
+				fprintf(f, "\n%s", indent);
+		} else {
+			fputc(c == '\t' || c >= 0x20 ? c : '?', f);
+		}
+	}
+}
+
+/* A timestamp as trace-cmd prints it: seconds.microseconds. */
+static const char *fmt_ts(char buf[32], uint64_t ts)
+{
+	(void)snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, ts / 1000000000, ts % 1000000000 / 1000);
+	return buf;
+}
+
+struct cpu_stat {
+	uint32_t cpu;
+	uint64_t pages;
+	uint64_t events;
+	uint64_t first_ts;
+	uint64_t last_ts;
+	uint64_t lost;
+	uint64_t lost_unknown;	/* pages whose missed events were not counted by the kernel */
+	uint64_t raw_bytes;
+	uint64_t stored_bytes;
+};
+
+struct note {
+	char *text;
+	size_t len;
+};
+
+struct info {
+	const char *path;
+	struct segment_reader *r;
+	int end;			/* last segment_reader_next() result */
+
+	struct segment_meta meta;
+	char *header_page;
+	size_t header_page_len;
+
+	bool scan;			/* per-CPU figures from the pages, not from the index */
+	bool pages_ready;
+	size_t page_size;
+	unsigned int long_size;
+	bool big_endian;
+	uint64_t bad_pages;		/* malformed pages (and the rest of their record) */
+
+	struct cpu_stat *cpus;
+	size_t n_cpus;
+	uint64_t records;
+	uint64_t rec_count[SEGMENT_REC_MAX];
+	uint64_t rec_unknown;
+	uint64_t stack_entries;
+	uint64_t bad_stacks;
+	struct note *notes;
+	size_t n_notes;
+};
+
+static void info_done(struct info *in)
+{
+	segment_reader_free(in->r);
+	segment_meta_done(&in->meta);
+	free(in->header_page);
+	free(in->cpus);
+	for (size_t i = 0; i < in->n_notes; i++)
+		free(in->notes[i].text);
+	free(in->notes);
+}
+
+static const char *meta_get(const struct info *in, const char *key)
+{
+	return segment_meta_get(&in->meta, key);
+}
+
+static uint64_t meta_u64(const struct info *in, const char *key, uint64_t def)
+{
+	uint64_t v;
+
+	return segment_meta_u64(&in->meta, key, &v) == 0 ? v : def;
+}
+
+static struct cpu_stat *cpu_get(struct info *in, uint32_t cpu)
+{
+	struct cpu_stat *c;
+
+	for (size_t i = 0; i < in->n_cpus; i++)
+		if (in->cpus[i].cpu == cpu)
+			return &in->cpus[i];
+	c = realloc(in->cpus, (in->n_cpus + 1) * sizeof(*c));
+	if (!c)
+		return NULL;
+	in->cpus = c;
+	c = &in->cpus[in->n_cpus++];
+	*c = (struct cpu_stat){ .cpu = cpu };
+	return c;
+}
+
+/*
+ * The page format from META and the header_page FILE (when it came before
+ * the first PAGES record, as the daemon writes it): header_page knows the
+ * size of the commit word better than META's long_size.
+ */
+static void pages_setup(struct info *in)
+{
+	struct page_format f;
+	unsigned int size;
+
+	(void)segment_meta_page_format(&in->meta, &f);
+	in->pages_ready = true;
+	in->long_size = f.long_size;
+	if (in->header_page && page_walk_header_commit_size(in->header_page, &size) == 0)
+		in->long_size = size;
+	in->big_endian = f.big_endian;
+	in->page_size = f.page_size;
+}
+
+/*
+ * Count the pages of one PAGES record, their events and lost events. A page
+ * the walker rejects is counted as malformed; when its header is bad, the
+ * rest of the record cannot be found and is not counted.
+ */
+static void scan_pages(struct info *in, struct cpu_stat *c, const uint8_t *data, size_t len)
+{
+	struct page_format f = { in->long_size, in->big_endian, in->page_size };
+	struct page_walk w;
+	size_t off = 0;
+	int k;
+
+	while ((k = page_walk_payload_next(&w, &f, data, len, &off)) > 0) {
+		struct page_entry e;
+
+		c->pages++;
+		while ((k = page_walk_next(&w, &e)) > 0) {
+			if (e.kind != PAGE_ENTRY_DATA)
+				continue;
+			if (!c->events)
+				c->first_ts = e.ts;
+			c->last_ts = e.ts;
+			c->events++;
+		}
+		if (k < 0) {
+			in->bad_pages++;
+			continue;
+		}
+		/* As kbuffer counts them: the stored count only with MISSED_EVENTS. */
+		if (!(w.commit_word & PAGE_MISSED_EVENTS))
+			continue;
+		if (w.commit_word & PAGE_MISSED_STORED)
+			c->lost += w.missed;
+		else
+			c->lost_unknown++;
+	}
+	if (k < 0)
+		in->bad_pages++;
+}
+
+static int count_stack(const struct stack_entry *e, void *userdata)
+{
+	(*(uint64_t *)userdata)++;
+	return 0;
+}
+
+static int info_record(struct info *in, const struct segment_record *rec)
+{
+	struct cpu_stat *c;
+	int k;
+
+	in->records++;
+	if (segment_rec_type_name(rec->type))
+		in->rec_count[rec->type]++;
+	else
+		in->rec_unknown++;
+
+	switch (rec->type) {
+	case SEGMENT_REC_META:
+		return segment_meta_parse(&in->meta, rec->data, rec->len);
+	case SEGMENT_REC_FILE:
+		if (rec->len >= sizeof("header_page") &&
+		    memcmp(rec->data, "header_page", sizeof("header_page")) == 0) {
+			size_t n = rec->len - sizeof("header_page");
+
+			free(in->header_page);
+			in->header_page = malloc(n + 1);
+			if (!in->header_page)
+				return -ENOMEM;
+			memcpy(in->header_page, rec->data + sizeof("header_page"), n);
+			in->header_page[n] = '\0';
+			in->header_page_len = n;
+		}
+		return 0;
+	case SEGMENT_REC_PAGES:
+		c = cpu_get(in, rec->cpu);
+		if (!c)
+			return -ENOMEM;
+		c->stored_bytes += rec->stored_len;
+		c->raw_bytes += rec->len;
+		if (!in->pages_ready)
+			pages_setup(in);
+		scan_pages(in, c, rec->data, rec->len);
+		return 0;
+	case SEGMENT_REC_STACKS:
+		k = stacktab_decode(rec->data, rec->len, count_stack, &in->stack_entries);
+		if (k == -EBADMSG)
+			in->bad_stacks++;
+		else if (k < 0)
+			return k;
+		return 0;
+	case SEGMENT_REC_NOTE: {
+		struct note *n = realloc(in->notes, (in->n_notes + 1) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		in->notes = n;
+		n = &in->notes[in->n_notes];
+		n->text = malloc(rec->len + 1);
+		if (!n->text)
+			return -ENOMEM;
+		memcpy(n->text, rec->data, rec->len);
+		n->text[rec->len] = '\0';
+		n->len = rec->len;
+		in->n_notes++;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+static int cmp_cpu(const void *a, const void *b)
+{
+	const struct cpu_stat *x = a, *y = b;
+
+	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+/* Read the whole segment. Returns 0 (in->end tells how reading ended) or -errno. */
+static int info_load(struct info *in)
+{
+	const struct segment_index *idx = segment_reader_index(in->r);
+	struct segment_record rec;
+	int k;
+
+	while ((k = segment_reader_next(in->r, &rec)) > 0) {
+		k = info_record(in, &rec);
+		if (k < 0)
+			return k;
+	}
+	in->end = k;
+	if (k < 0 && k != -EBADMSG)
+		return k;
+	/*
+	 * The daemon's index is exact for an intact segment. A recovered one
+	 * has lost its figures, and for a damaged one only the pages before
+	 * the damage count: then the figures come from the pages read.
+	 */
+	in->scan = !idx || (idx->flags & SEGMENT_INDEX_F_TRUNCATED) || idx->nr_cpus == 0 || k < 0;
+	if (!in->scan) {
+		for (uint32_t i = 0; i < idx->nr_cpus; i++) {
+			const struct segment_cpu_index *x = &idx->cpus[i];
+			struct cpu_stat *c = cpu_get(in, x->cpu);
+
+			if (!c)
+				return -ENOMEM;
+			c->pages = x->pages;
+			c->events = x->events;
+			c->first_ts = x->first_ts;
+			c->last_ts = x->last_ts;
+			c->lost = x->lost_events;
+			c->raw_bytes = x->bytes;
+		}
+	}
+	if (in->n_cpus)
+		qsort(in->cpus, in->n_cpus, sizeof(*in->cpus), cmp_cpu);
+	return 0;
+}
+
+static const char *info_state(const struct info *in)
+{
+	if (in->end < 0)
+		return "damaged";
+	return segment_reader_complete(in->r) ? "complete" : "unfinished";
+}
+
+static void info_totals(const struct info *in, struct cpu_stat *t)
+{
+	*t = (struct cpu_stat){ 0 };
+	for (size_t i = 0; i < in->n_cpus; i++) {
+		const struct cpu_stat *c = &in->cpus[i];
+
+		t->pages += c->pages;
+		t->lost += c->lost;
+		t->lost_unknown += c->lost_unknown;
+		t->raw_bytes += c->raw_bytes;
+		t->stored_bytes += c->stored_bytes;
+		if (!c->events)
+			continue;
+		if (!t->events || c->first_ts < t->first_ts)
+			t->first_ts = c->first_ts;
+		if (!t->events || c->last_ts > t->last_ts)
+			t->last_ts = c->last_ts;
+		t->events += c->events;
+	}
+}
+
+static const char *const meta_shown[][2] = {
+	{ "producer", "producer" },
+	{ "hostname", "hostname" },
+	{ "kernel_release", "kernel" },
+	{ "boot_id", "boot id" },
+	{ "clock", "clock" },
+	{ "page_size", "page size" },
+	{ "nr_cpus", "CPUs" },
+	{ "instance", "instance" },
+	{ "stack_mode", "stack mode" },
+	{ "segment_seq", "segment seq" },
+};
+
+/* The per-CPU table (t: the totals) and the notes. */
+static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
+{
+	char a[32], b[32];
+
+	printf("\n%5s %9s %11s %18s %18s %8s %13s %13s %6s\n", "CPU", "PAGES", "EVENTS", "FIRST",
+	       "LAST", "LOST", "RAW BYTES", "STORED", "RATIO");
+	for (size_t i = 0; i <= in->n_cpus; i++) {
+		const struct cpu_stat *c = i < in->n_cpus ? &in->cpus[i] : t;
+		char cpu[16];
+
+		if (c != t && !c->pages && !c->events && !c->lost && !c->stored_bytes)
+			continue;
+		if (c == t)
+			snprintf(cpu, sizeof(cpu), "all");
+		else if (c->cpu == SEGMENT_NO_CPU)
+			snprintf(cpu, sizeof(cpu), "-");
+		else
+			snprintf(cpu, sizeof(cpu), "%" PRIu32, c->cpu);
+		printf("%5s %9" PRIu64 " %11" PRIu64 " %18s %18s %7" PRIu64 "%s %13" PRIu64
+		       " %13" PRIu64, cpu, c->pages, c->events,
+		       c->events ? fmt_ts(a, c->first_ts) : "-",
+		       c->events ? fmt_ts(b, c->last_ts) : "-", c->lost, c->lost_unknown ? "+" : " ",
+		       c->raw_bytes, c->stored_bytes);
+		if (c->stored_bytes)
+			printf(" %6.1f\n", (double)c->raw_bytes / (double)c->stored_bytes);
+		else
+			printf(" %6s\n", "-");
+	}
+	for (size_t i = 0; i < in->n_notes; i++) {
+		printf("%snote:         ", i ? "" : "\n");
+		print_text(stdout, in->notes[i].text, in->notes[i].len, "              ");
+		printf("\n");
+	}
+}
+
+static void info_print(const struct info *in)
+{
+	const struct segment_index *idx = segment_reader_index(in->r);
+	const char *opened = meta_get(in, "opened_usec");
+	struct cpu_stat t;
+	char a[32], b[32];
+	bool first = true;
+
+	info_totals(in, &t);
+	printf("segment:      %s\n", in->path);
+	printf("state:        %s", info_state(in));
+	if (idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		printf(", recovered after an unclean stop (truncated)");
+	if (idx && (idx->flags & SEGMENT_INDEX_F_FINAL))
+		printf(", last of its recording");
+	if (in->end < 0)
+		printf("\ndamage:       offset %" PRIu64 ": %s; the figures below cover the %" PRIu64
+		       " intact records before it", segment_reader_error_offset(in->r),
+		       segment_reader_error(in->r), in->records);
+	printf("\nfile size:    %" PRIu64 " bytes, %" PRIu64 " records\n",
+	       segment_reader_file_size(in->r), in->records);
+	for (size_t i = 0; i < ARRAY_SIZE(meta_shown); i++) {
+		const char *v = meta_get(in, meta_shown[i][0]);
+
+		if (!v)
+			continue;
+		printf("%s:%*s", meta_shown[i][1], (int)(13 - strlen(meta_shown[i][1])), "");
+		if (streq(meta_shown[i][0], "instance") && !*v)
+			printf("(top level)");
+		else
+			print_text(stdout, v, strlen(v), "");
+		printf("\n");
+	}
+	if (opened && meta_u64(in, "opened_usec", 0)) {
+		time_t sec = (time_t)(meta_u64(in, "opened_usec", 0) / USEC_PER_SEC);
+		struct tm tm;
+		char buf[64];
+
+		if (gmtime_r(&sec, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
+			printf("opened:       %s\n", buf);
+	}
+	if (t.events)
+		printf("time span:    %s .. %s (%s s)\n", fmt_ts(a, t.first_ts), fmt_ts(b, t.last_ts),
+		       fmt_ts((char[32]){ 0 }, t.last_ts - t.first_ts));
+	else
+		printf("time span:    (no events)\n");
+	printf("events:       %" PRIu64 ", lost %" PRIu64 "%s\n", t.events, t.lost,
+	       t.lost_unknown ? "+ (some pages lost an unknown number)" : "");
+	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		printf("unresolved:   %" PRIu64 " (events whose stack id cannot be resolved)\n",
+		       idx->unresolved);
+	printf("stacks:       %" PRIu64 " entries in %" PRIu64 " STACKS records%s\n",
+	       in->stack_entries, in->rec_count[SEGMENT_REC_STACKS],
+	       in->bad_stacks ? " (some malformed)" : "");
+	printf("generations:  %" PRIu64 " GENERATION records\n",
+	       in->rec_count[SEGMENT_REC_GENERATION]);
+	printf("records:     ");
+	for (unsigned int type = SEGMENT_REC_META; type < SEGMENT_REC_MAX; type++) {
+		printf("%s %s %" PRIu64, first ? "" : ",", segment_rec_type_name(type),
+		       in->rec_count[type]);
+		first = false;
+	}
+	if (in->rec_unknown)
+		printf(", unknown %" PRIu64, in->rec_unknown);
+	printf("\n");
+	if (in->bad_pages)
+		printf("warning:      %" PRIu64 " malformed pages were not counted\n", in->bad_pages);
+	info_print_cpus(in, &t);
+}
+
+static void json_cpu_stat(struct json_writer *w, const struct cpu_stat *c)
+{
+	if (c->events) {
+		json_add_uint(w, "first_ts", c->first_ts);
+		json_add_uint(w, "last_ts", c->last_ts);
+	} else {
+		json_add_null(w, "first_ts");
+		json_add_null(w, "last_ts");
+	}
+}
+
+static void info_json_counts(struct json_writer *w, const struct info *in)
+{
+	json_object_open(w, "record_counts");
+	for (unsigned int type = SEGMENT_REC_META; type < SEGMENT_REC_MAX; type++)
+		json_add_uint(w, segment_rec_type_name(type), in->rec_count[type]);
+	json_add_uint(w, "unknown", in->rec_unknown);
+	json_object_close(w);
+	json_array_open(w, "cpus");
+	for (size_t i = 0; i < in->n_cpus; i++) {
+		const struct cpu_stat *c = &in->cpus[i];
+
+		json_object_open(w, NULL);
+		json_add_uint(w, "cpu", c->cpu);
+		json_add_uint(w, "pages", c->pages);
+		json_add_uint(w, "events", c->events);
+		json_cpu_stat(w, c);
+		json_add_uint(w, "lost_events", c->lost);
+		json_add_uint(w, "lost_unknown_pages", c->lost_unknown);
+		json_add_uint(w, "raw_bytes", c->raw_bytes);
+		json_add_uint(w, "stored_bytes", c->stored_bytes);
+		json_object_close(w);
+	}
+	json_array_close(w);
+	json_array_open(w, "notes");
+	for (size_t i = 0; i < in->n_notes; i++)
+		json_add_stringn(w, NULL, in->notes[i].text, in->notes[i].len);
+	json_array_close(w);
+}
+
+static int info_print_json(const struct info *in)
+{
+	const struct segment_index *idx = segment_reader_index(in->r);
+	struct json_writer w;
+	struct cpu_stat t;
+
+	info_totals(in, &t);
+	json_writer_init(&w, SIZE_MAX);
+	json_object_open(&w, NULL);
+	json_add_string(&w, "path", in->path);
+	json_add_string(&w, "state", info_state(in));
+	json_add_bool(&w, "complete", idx);
+	json_add_bool(&w, "truncated", idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED));
+	json_add_bool(&w, "final", idx && (idx->flags & SEGMENT_INDEX_F_FINAL));
+	json_add_uint(&w, "file_size", segment_reader_file_size(in->r));
+	json_add_uint(&w, "records", in->records);
+	if (in->end < 0) {
+		json_add_uint(&w, "error_offset", segment_reader_error_offset(in->r));
+		json_add_string(&w, "error", segment_reader_error(in->r));
+	}
+	json_object_open(&w, "meta");
+	for (size_t i = 0; i < in->meta.n; i++)
+		json_add_string(&w, in->meta.kv[i].key, in->meta.kv[i].value);
+	json_object_close(&w);
+	json_add_string(&w, "cpu_source", in->scan ? "pages" : "index");
+	json_cpu_stat(&w, &t);
+	json_add_uint(&w, "duration_ns", t.events ? t.last_ts - t.first_ts : 0);
+	json_add_uint(&w, "events", t.events);
+	json_add_uint(&w, "lost_events", t.lost);
+	json_add_uint(&w, "lost_unknown_pages", t.lost_unknown);
+	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		json_add_uint(&w, "unresolved", idx->unresolved);
+	else
+		json_add_null(&w, "unresolved");
+	json_add_uint(&w, "stack_entries", in->stack_entries);
+	json_add_uint(&w, "malformed_stacks_records", in->bad_stacks);
+	json_add_uint(&w, "generation_records", in->rec_count[SEGMENT_REC_GENERATION]);
+	json_add_uint(&w, "malformed_pages", in->bad_pages);
+	info_json_counts(&w, in);
+	json_object_close(&w);
+	return cmd_json_print(&w);
+}
+
+static int info_one(const char *path, bool json)
+{
+	struct info in = { .path = path };
+	int k, ret = 0;
+
+	k = segment_reader_open(path, &in.r);
+	if (k < 0) {
+		if (cmd_segment_open_error(k))
+			log_err("'%s': %s", path, cmd_segment_open_error(k));
+		else
+			log_errno(LOG_ERR, k, "cannot open '%s'", path);
+		if (json) {
+			struct json_writer w;
+
+			json_writer_init(&w, SIZE_MAX);
+			json_object_open(&w, NULL);
+			json_add_string(&w, "path", path);
+			json_add_string(&w, "state", cmd_segment_open_error(k) ? "damaged" : "unreadable");
+			json_add_string(&w, "error", cmd_segment_open_error(k) ? cmd_segment_open_error(k) : strerror(-k));
+			json_object_close(&w);
+			(void)cmd_json_print(&w);
+		}
+		return 1;
+	}
+	k = info_load(&in);
+	if (k < 0) {
+		log_errno(LOG_ERR, k, "cannot read '%s'", path);
+		ret = 1;
+	} else {
+		if (json)
+			k = info_print_json(&in);
+		else
+			info_print(&in);
+		if (k < 0)
+			ret = 1;
+		if (in.end < 0)
+			ret = 1;
+	}
+	info_done(&in);
+	return ret;
+}
+
+int cmd_info(int argc, char **argv)
+{
+	bool json;
+	int first, k, ret = 0;
+
+	k = cmd_segment_args(argc, argv, &json, &first);
+	if (k != 0)
+		return k > 0 ? 0 : 2;
+	for (int i = first; i < argc; i++) {
+		if (!json && i > first)
+			printf("\n");
+		ret |= info_one(argv[i], json);
+	}
+	return ret;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The one validating walker of ring-buffer pages (doc/segment-format.md,
+ * PAGES payload). It owns the commit-word constants and the rules for
+ * what a well-formed page is: every entry (data event, padding, time
+ * extend, absolute timestamp) lies inside the page's committed data, each
+ * step moves forward, and the missed-event count fits. The daemon's
+ * transcoder, stackmapctl info and audit walk pages with it, and the
+ * decoder runs page_walk_check() on every page before kbuffer sees it, so
+ * that a page which would make kbuffer loop or read past the page is
+ * rejected instead.
+ */
+#ifndef STACKMAPD_PAGE_WALK_H
+#define STACKMAPD_PAGE_WALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The commit word of a page header. */
+#define PAGE_COMMIT_MASK 0xfffffULL		/* bytes of event data */
+#define PAGE_COMMIT_UNUSED 0x3ff00000ULL	/* bits 20-29: always 0 */
+#define PAGE_MISSED_STORED (1ULL << 30)		/* a missed-event count follows the data */
+#define PAGE_MISSED_EVENTS (1ULL << 31)		/* events were lost before this page */
+
+/* Event header type_len values with a meaning of their own. */
+#define PAGE_TYPE_PADDING 29
+#define PAGE_TYPE_TIME_EXTEND 30
+#define PAGE_TYPE_TIME_STAMP 31
+
+/* How the traced kernel lays out a page. */
+struct page_format {
+	unsigned int long_size;		/* 4 or 8: size of the commit word and the missed count */
+	bool big_endian;		/* byte order of the traced machine */
+	size_t page_size;		/* sub-buffer size; 0 if unknown */
+};
+
+enum page_entry_kind {
+	PAGE_ENTRY_DATA,
+	PAGE_ENTRY_PADDING,
+	PAGE_ENTRY_TIME_EXTEND,
+	PAGE_ENTRY_TIME_STAMP,
+	PAGE_ENTRY_MAX
+};
+
+/* One entry of a page, as page_walk_next() hands it out. */
+struct page_entry {
+	enum page_entry_kind kind;
+	size_t offset;			/* of the entry header, from the start of the event data */
+	size_t total;			/* header and payload bytes */
+	unsigned int delta;		/* the header's 27-bit time delta */
+	uint64_t ts;			/* timestamp after this entry */
+	const uint8_t *payload;		/* data events only, else NULL; borrowed from the page */
+	size_t len;			/* payload bytes */
+	int type;			/* common_type of a data event, -1 otherwise */
+};
+
+/* A walk over one page. Fields are read-only for callers. */
+struct page_walk {
+	const uint8_t *page;		/* borrowed */
+	const uint8_t *data;		/* first event: page + 8 + long_size */
+	size_t header_size;		/* 8 + long_size */
+	size_t commit;			/* bytes of event data */
+	size_t stored_len;		/* header, data and missed count */
+	uint64_t commit_word;		/* flags included */
+	uint64_t missed;		/* stored missed-event count, 0 if none */
+	bool big_endian;
+	size_t off;			/* next entry, from data */
+	uint64_t ts;
+	size_t error_offset;		/* after -EBADMSG: from the start of the page */
+	const char *error;		/* after -EBADMSG: static description */
+};
+
+/*
+ * Start walking the page at page (len bytes available: a page as read, or
+ * one compacted page followed by others). Checks the header: the commit
+ * word has none of bits 20-29 set, the data and the missed count (with
+ * MISSED_STORED) fit in len and, when f->page_size is known, in a page.
+ * Returns 0, -EBADMSG (w->error_offset and w->error say why) or -EINVAL
+ * for a long_size other than 4 or 8. w borrows page.
+ */
+int page_walk_init(struct page_walk *w, const struct page_format *f, const void *page, size_t len);
+
+/*
+ * The next entry of the page into *ret: 1, 0 at the end of the data, or
+ * -EBADMSG when the entry does not lie inside the data, would not move
+ * forward, or is a data event too short for its common fields (then
+ * w->error_offset and w->error say where and why). A padding entry with
+ * time delta 0 ends the page; it must then cover the rest of the data.
+ * After an error, further calls return the same error.
+ */
+int page_walk_next(struct page_walk *w, struct page_entry *ret);
+
+/*
+ * Start walking the next page of a PAGES payload (data, len bytes of
+ * compacted pages, borrowed) at *pos: 1 with w set up for that page and
+ * *pos moved past it, 0 at the end of the payload, -EBADMSG when the page
+ * header is bad (w->error_offset is then from the start of that page; the
+ * pages after it cannot be found, and *pos is set to len), -EINVAL for a
+ * bad long_size.
+ */
+int page_walk_payload_next(struct page_walk *w, const struct page_format *f, const void *data,
+			   size_t len, size_t *pos);
+
+/*
+ * Validate a whole page: page_walk_init() and every entry. Returns the
+ * page's stored length (> 0), or -EBADMSG with *ret_bad_offset (if not
+ * NULL) set to the offset of the first bad byte from the start of the page
+ * and *ret_error (if not NULL) to a static description; -EINVAL for a bad
+ * long_size.
+ */
+int page_walk_check(const struct page_format *f, const void *page, size_t len,
+		    size_t *ret_bad_offset, const char **ret_error);
+
+/*
+ * Length of the compacted page at the start of buf (len bytes available):
+ * 8 + long_size header bytes, commit data bytes and, with MISSED_STORED, a
+ * long_size missed-event count. Checks the header only, as
+ * page_walk_init(). Returns the length (> 0), -EBADMSG or -EINVAL.
+ */
+int page_walk_stored_len(const struct page_format *f, const void *buf, size_t len);
+
+/*
+ * The size of the commit word (4 or 8) from the text of events/header_page,
+ * after checking that the header is laid out as this walker expects: u64
+ * timestamp at offset 0, commit word at 8, data right after it. Returns 0
+ * and *ret_size, or -EPROTO for another layout.
+ */
+int page_walk_header_commit_size(const char *header_page, unsigned int *ret_size);
+
+#endif

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Reading a segment (segment.h) record by record, checking everything:
+ * the prologue, each record header and payload CRC, the sequence numbers,
+ * the zstd frames, and the footer and INDEX of a finished segment. A
+ * reader never hands out damaged data: it stops at the first record that
+ * does not check out and says where; everything before it is intact.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "buf.h"
+#include "crc32c.h"
+#include "segment-internal.h"
+#include "util.h"
+
+struct segment_reader {
+	int fd;
+	uint64_t size;
+	uint64_t off;		/* next record header */
+	uint64_t good;		/* just past the last valid record */
+	uint32_t seq;		/* expected sequence number of the next record */
+	bool complete;
+	bool after_index;	/* the last record was INDEX: the footer comes next */
+	uint64_t index_off;	/* of the INDEX record the footer points at, if complete */
+	uint64_t last_index_off;	/* of the last INDEX record read */
+	struct segment_index index;
+	int state;		/* 0 reading, 1 at the end, < 0 failed (sticky) */
+	uint64_t err_off;
+	char err[192];
+	ZSTD_DCtx *dctx;
+	struct buf stored;
+	struct buf raw;
+};
+
+struct segment_reader *segment_reader_free(struct segment_reader *r)
+{
+	if (!r)
+		return NULL;
+	if (r->fd >= 0)
+		(void)close(r->fd);
+	free(r->index.cpus);
+	ZSTD_freeDCtx(r->dctx);
+	buf_done(&r->stored);
+	buf_done(&r->raw);
+	free(r);
+	return NULL;
+}
+
+
+_printf_(3, 4) static int bad(struct segment_reader *r, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+	r->err_off = off;
+	return -EBADMSG;
+}
+
+/* pread() up to len bytes at off; returns the number read (short only at EOF) or -errno. */
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/*
+ * Read and check the record header at off (avail bytes from off to the end
+ * of the file) into *h. Returns 0, -EBADMSG or another -errno.
+ */
+static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
+		       int64_t expect_seq, struct rec_hdr *h)
+{
+	uint8_t p[SEGMENT_REC_HDR_SIZE];
+	ssize_t n;
+
+	if (avail < SEGMENT_REC_HDR_SIZE)
+		return bad(r, off, "truncated record header: %" PRIu64 " of %d bytes", avail,
+			   SEGMENT_REC_HDR_SIZE);
+	n = pread_full(r->fd, p, sizeof(p), off);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof(p))
+		return bad(r, off, "truncated record header: %zd of %d bytes (file shrank)", n,
+			   SEGMENT_REC_HDR_SIZE);
+	if (get_le32(p) != SEGMENT_REC_MAGIC)
+		return bad(r, off, "bad record magic 0x%08" PRIx32, get_le32(p));
+	if (get_le32(p + 28) != crc32c(0, p, 28))
+		return bad(r, off, "record header CRC mismatch");
+	*h = (struct rec_hdr){
+		.type = get_le16(p + 4),
+		.flags = get_le16(p + 6),
+		.cpu = get_le32(p + 8),
+		.stored_len = get_le32(p + 12),
+		.raw_len = get_le32(p + 16),
+		.seq = get_le32(p + 20),
+		.payload_crc = get_le32(p + 24),
+	};
+	if (expect_seq >= 0 && h->seq != (uint64_t)expect_seq)
+		return bad(r, off, "sequence number %" PRIu32 ", expected %" PRIi64, h->seq,
+			   expect_seq);
+	if (expect_seq == 0 && h->type != SEGMENT_REC_META)
+		return bad(r, off, "first record has type %u, not META", h->type);
+	/* A flag we do not know could change what the payload means: stop. */
+	if (h->flags & ~SEGMENT_REC_F_COMPRESSED)
+		return bad(r, off, "unknown record flags 0x%04x", h->flags);
+	if (h->stored_len > SEGMENT_MAX_STORED)
+		return bad(r, off, "stored length %" PRIu32 " exceeds the limit of %u bytes",
+			   h->stored_len, SEGMENT_MAX_STORED);
+	if (h->raw_len > SEGMENT_MAX_RAW)
+		return bad(r, off, "raw length %" PRIu32 " exceeds the limit of %u bytes",
+			   h->raw_len, SEGMENT_MAX_RAW);
+	if (!(h->flags & SEGMENT_REC_F_COMPRESSED) && h->raw_len != h->stored_len)
+		return bad(r, off, "uncompressed record with raw length %" PRIu32
+			   " and stored length %" PRIu32, h->raw_len, h->stored_len);
+	return 0;
+}
+
+/*
+ * Decompress the stored payload of the record at off (header *h) into the
+ * reader's raw buffer: one zstd frame that records its content size, equal
+ * to the raw length, and fills the payload exactly. Returns 0, -EBADMSG or
+ * another -errno.
+ */
+static int decompress_payload(struct segment_reader *r, uint64_t off, const struct rec_hdr *h,
+			      const uint8_t *payload)
+{
+	unsigned long long fcs = ZSTD_getFrameContentSize(payload, h->stored_len);
+	size_t z;
+	int k;
+
+	if (fcs == ZSTD_CONTENTSIZE_ERROR)
+		return bad(r, off, "zstd frame header is invalid");
+	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN)
+		return bad(r, off, "zstd frame does not record its content size");
+	if (fcs != h->raw_len)
+		return bad(r, off, "zstd frame content size %llu, expected %" PRIu32, fcs,
+			   h->raw_len);
+	z = ZSTD_findFrameCompressedSize(payload, h->stored_len);
+	if (ZSTD_isError(z))
+		return bad(r, off, "zstd frame does not decompress: %s", ZSTD_getErrorName(z));
+	if (z != h->stored_len)
+		return bad(r, off,
+			   "zstd frame is %zu bytes, payload %" PRIu32 " (one frame expected)", z,
+			   h->stored_len);
+	if (!r->dctx) {
+		r->dctx = ZSTD_createDCtx();
+		if (!r->dctx)
+			return -ENOMEM;
+	}
+	r->raw.len = 0;
+	k = buf_reserve(&r->raw, (size_t)h->raw_len + 1);
+	if (k < 0)
+		return k;
+	z = ZSTD_decompressDCtx(r->dctx, r->raw.data, h->raw_len, payload, h->stored_len);
+	if (ZSTD_isError(z)) {
+		if (ZSTD_getErrorCode(z) == ZSTD_error_memory_allocation)
+			return -ENOMEM;
+		return bad(r, off, "zstd frame does not decompress: %s", ZSTD_getErrorName(z));
+	}
+	if (z != h->raw_len)
+		return bad(r, off, "zstd frame decompresses to %zu bytes, expected %" PRIu32, z,
+			   h->raw_len);
+	return 0;
+}
+
+/*
+ * Read and check the record at off. expect_seq < 0: do not check the
+ * sequence number (the INDEX record reached from the footer). On success
+ * *h and the payload (in the reader's buffers) are filled in. Returns 0,
+ * -EBADMSG (described by r->err, r->err_off) or another -errno.
+ */
+static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_seq,
+		       struct rec_hdr *h, const uint8_t **ret_data)
+{
+	uint64_t avail = off < r->size ? r->size - off : 0;
+	uint8_t *payload;
+	ssize_t n;
+	int k;
+
+	k = read_header(r, off, avail, expect_seq, h);
+	if (k < 0)
+		return k;
+	avail -= SEGMENT_REC_HDR_SIZE;
+	if (h->stored_len > avail)
+		return bad(r, off, "truncated record payload: %" PRIu64 " of %" PRIu32 " bytes",
+			   avail, h->stored_len);
+	if (r->complete && off < r->index_off &&
+	    off + SEGMENT_REC_HDR_SIZE + h->stored_len > r->index_off)
+		return bad(r, off, "record overlaps the INDEX record at offset %" PRIu64,
+			   r->index_off);
+
+	r->stored.len = 0;
+	k = buf_reserve(&r->stored, (size_t)h->stored_len + 1);
+	if (k < 0)
+		return k;
+	payload = r->stored.data;
+	n = pread_full(r->fd, payload, h->stored_len, off + SEGMENT_REC_HDR_SIZE);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < h->stored_len)
+		return bad(r, off,
+			   "truncated record payload: %zd of %" PRIu32 " bytes (file shrank)", n,
+			   h->stored_len);
+	if (crc32c(0, payload, h->stored_len) != h->payload_crc)
+		return bad(r, off, "record payload CRC mismatch");
+	if (!(h->flags & SEGMENT_REC_F_COMPRESSED)) {
+		*ret_data = payload;
+		return 0;
+	}
+	k = decompress_payload(r, off, h, payload);
+	if (k < 0)
+		return k;
+	*ret_data = r->raw.data;
+	return 0;
+}
+
+/* Check the footer at off, which must point at the INDEX record at index_off and end the file. */
+static int check_footer(struct segment_reader *r, uint64_t off, uint64_t index_off)
+{
+	uint8_t p[SEGMENT_FOOTER_SIZE];
+	uint64_t avail = off < r->size ? r->size - off : 0;
+	ssize_t n;
+
+	if (avail < SEGMENT_FOOTER_SIZE)
+		return bad(r, off, "truncated footer: %" PRIu64 " of %d bytes", avail,
+			   SEGMENT_FOOTER_SIZE);
+	n = pread_full(r->fd, p, sizeof(p), off);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof(p))
+		return bad(r, off, "truncated footer (file shrank)");
+	if (memcmp(p + 16, SEGMENT_END_MAGIC, 8) != 0)
+		return bad(r, off, "footer magic mismatch");
+	if (get_le32(p + 8) != crc32c(0, p, 8))
+		return bad(r, off, "footer CRC mismatch");
+	if (get_le32(p + 12) != 0)
+		return bad(r, off, "footer reserved field is not zero");
+	if (get_le64(p) != index_off)
+		return bad(r, off,
+			   "footer points at offset %" PRIu64 ", the INDEX record is at %" PRIu64,
+			   get_le64(p), index_off);
+	if (avail > SEGMENT_FOOTER_SIZE)
+		return bad(r, off + SEGMENT_FOOTER_SIZE, "%" PRIu64 " bytes after the footer",
+			   avail - SEGMENT_FOOTER_SIZE);
+	return 0;
+}
+
+/*
+ * Decide completeness from the end of the file: a valid footer pointing at a
+ * valid INDEX record that ends where the footer begins. Returns 0 whether or
+ * not the segment is complete, -errno on I/O or memory errors.
+ */
+static int check_trailer(struct segment_reader *r)
+{
+	uint8_t p[SEGMENT_FOOTER_SIZE];
+	uint64_t foot, ioff;
+	const uint8_t *data;
+	struct rec_hdr h;
+	ssize_t n;
+	int k;
+
+	if (r->size < SEGMENT_PROLOGUE_SIZE + 2 * SEGMENT_REC_HDR_SIZE + SEGMENT_FOOTER_SIZE)
+		return 0;
+	foot = r->size - SEGMENT_FOOTER_SIZE;
+	n = pread_full(r->fd, p, sizeof(p), foot);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof(p) || memcmp(p + 16, SEGMENT_END_MAGIC, 8) != 0 ||
+	    get_le32(p + 8) != crc32c(0, p, 8) || get_le32(p + 12) != 0)
+		return 0;
+	ioff = get_le64(p);
+	/* META comes before the INDEX, so the INDEX cannot start right after the prologue. */
+	if (ioff < SEGMENT_PROLOGUE_SIZE + SEGMENT_REC_HDR_SIZE ||
+	    ioff > foot - SEGMENT_REC_HDR_SIZE)
+		return 0;
+	k = read_record(r, ioff, -1, &h, &data);
+	if (k == -EBADMSG)
+		goto incomplete;
+	if (k < 0)
+		return k;
+	if (h.type != SEGMENT_REC_INDEX || ioff + SEGMENT_REC_HDR_SIZE + h.stored_len != foot)
+		goto incomplete;
+	k = segment_index_decode(data, h.raw_len, &r->index);
+	if (k == -EBADMSG)
+		goto incomplete;
+	if (k < 0)
+		return k;
+	r->complete = true;
+	r->index_off = ioff;
+incomplete:
+	r->err[0] = '\0';
+	r->err_off = 0;
+	return 0;
+}
+
+int segment_reader_open(const char *path, struct segment_reader **ret)
+{
+	_cleanup_(segment_reader_freep) struct segment_reader *r = NULL;
+	uint8_t p[SEGMENT_PROLOGUE_SIZE];
+	struct stat st;
+	ssize_t n;
+	int k;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0)
+		return -errno;
+	if (fstat(r->fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	r->size = (uint64_t)st.st_size;
+
+	n = pread_full(r->fd, p, sizeof(p), 0);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof(p) || memcmp(p, SEGMENT_MAGIC, 8) != 0 ||
+	    get_le32(p + 12) != crc32c(0, p, 12))
+		return -EBADMSG;
+	if (get_le32(p + 8) != SEGMENT_VERSION)
+		return -EPROTONOSUPPORT;
+	r->off = r->good = SEGMENT_PROLOGUE_SIZE;
+
+	k = check_trailer(r);
+	if (k < 0)
+		return k;
+	*ret = steal_ptr(r);
+	return 0;
+}
+
+int segment_reader_next(struct segment_reader *r, struct segment_record *rec)
+{
+	const uint8_t *data = NULL;
+	struct rec_hdr h;
+	int k;
+
+	if (r->state < 0)
+		return r->state;
+	if (r->state > 0)
+		return 0;
+
+	if (r->off == r->size) {
+		/* A .part that ends on a record boundary (possibly right after INDEX). */
+		r->state = 1;
+		return 0;
+	}
+	if (r->after_index) {
+		/* Only the footer may follow the INDEX record. */
+		k = check_footer(r, r->off, r->last_index_off);
+		if (k < 0) {
+			r->state = k;
+			return k;
+		}
+		r->state = 1;
+		return 0;
+	}
+
+	k = read_record(r, r->off, r->seq, &h, &data);
+	if (k < 0) {
+		/* Only format errors are final; an I/O error may be retried. */
+		if (k == -EBADMSG)
+			r->state = k;
+		return k;
+	}
+	*rec = (struct segment_record){
+		.type = h.type,
+		.flags = h.flags,
+		.cpu = h.cpu,
+		.seq = h.seq,
+		.offset = r->off,
+		.stored_len = h.stored_len,
+		.data = data,
+		.len = h.raw_len,
+	};
+	if (h.type == SEGMENT_REC_INDEX) {
+		r->after_index = true;
+		r->last_index_off = r->off;
+	}
+	r->off += SEGMENT_REC_HDR_SIZE + (uint64_t)h.stored_len;
+	r->good = r->off;
+	r->seq++;
+	return 1;
+}
+
+uint64_t segment_reader_error_offset(const struct segment_reader *r)
+{
+	return r->err_off;
+}
+
+const char *segment_reader_error(const struct segment_reader *r)
+{
+	return r->err;
+}
+
+uint64_t segment_reader_good_offset(const struct segment_reader *r)
+{
+	return r->good;
+}
+
+bool segment_reader_complete(const struct segment_reader *r)
+{
+	return r->complete;
+}
+
+const struct segment_index *segment_reader_index(const struct segment_reader *r)
+{
+	return r->complete ? &r->index : NULL;
+}
+
+uint64_t segment_reader_file_size(const struct segment_reader *r)
+{
+	return r->size;
+}
