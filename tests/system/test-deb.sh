@@ -119,6 +119,10 @@ check "enabled and active" [ "$(systemctl is-enabled $u) $(systemctl is-active $
 check "the upload path unit is active" [ "$(systemctl is-active stackmapd-upload.path)" = active ]
 check "the daemon is recording" wait_for recording
 check "into the administrator's instance" sh -c "stackmapctl status --json | grep -q '\"instance\":\"$INST\"'"
+check "archive /var/lib/stackmapd is 0750" [ "$(stat -c %a /var/lib/stackmapd)" = 750 ]
+out=$(systemd-analyze verify --man=no /lib/systemd/system/stackmapd-upload.service /lib/systemd/system/stackmapd-upload.path 2>&1); rc=$?
+[ -n "$out" ] && echo "$out"
+check "the upload units verify" [ $rc = 0 -a -z "$out" ]
 check "bash completion is installed" [ -f /usr/share/bash-completion/completions/stackmapctl ]
 load
 # the segment being written when the upgrade comes
@@ -148,6 +152,22 @@ stackmapctl verify "$before" "$after"; rc=$?
 check "both verify" [ $rc = 0 ]
 stackmapctl info "$before" "$after" | grep -iE '^ *(events|segment|host|span)' | head -8
 
+echo "== the upload hook inside the daemon's sandbox"
+# no collector and no curl here: the segment must stay queued, and the
+# sender be started for it
+printf 'url = http://127.0.0.1:9/\n' > /etc/stackmapd-upload.conf
+printf '[archive]\nhook = /usr/lib/stackmapd/stackmapd-upload --config /etc/stackmapd-upload.conf\n' >> /etc/stackmapd.conf
+sed -i '0,/^\[archive\]$/!{/^\[archive\]$/d}' /etc/stackmapd.conf
+systemctl reload $u
+load
+seg=$(stackmapctl rotate)
+spooled=/var/lib/stackmapd/upload-spool/${seg##*/}
+check "the hook queued $seg as a hard link" wait_for sh -c "[ \"\$(stat -c %h '$seg' 2>/dev/null)\" = 2 ] && [ -f '$spooled' ]"
+check "stackmapd-upload.service was started for it" wait_for sh -c \
+	"[ \"\$(systemctl show -P ExecMainStartTimestampMonotonic stackmapd-upload.service)\" != 0 ]"
+journalctl -u stackmapd-upload.service -o cat | tail -n 3
+check "the daemon saw no hook failure" sh -c "! journalctl -u $u -o cat | grep -q 'segment hook'"
+
 echo "== remove"
 check "apt remove" sh -c "apt-get remove -y stackmapd > /tmp/apt.log 2>&1 || { cat /tmp/apt.log; false; }"
 check "the daemon is stopped" [ "$(systemctl is-active $u)" != active ]
@@ -174,5 +194,7 @@ rc=0
 [ $rc = 0 ] || fail "package checks under systemd failed"
 
 [ ! -e "$TRACEFS/instances/$inst" ] || fail "instance $inst left on the host"
-[ "$(state)" = "$state_before" ] || fail "the host's tracefs state changed"
+state_after=$(state)
+[ "$state_after" = "$state_before" ] ||
+	fail "the host's tracefs state changed: $(diff <(echo "$state_before") <(echo "$state_after"))"
 echo "PASS: $TEST_NAME"
