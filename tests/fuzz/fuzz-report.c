@@ -9,6 +9,7 @@
 #include "../../client/commands.h"
 
 #include "fuzz-common.h"
+#include "fuzz-segmut.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -11,6 +11,7 @@
 #include "segment.h"
 
 #include "fuzz-common.h"
+#include "fuzz-segmut.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
