@@ -73,9 +73,10 @@ static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
 	if (len - off < 32 || n != k + 1)
 		return len;
 	raw_len = segmut_le32(d + off + 16);
-	if (raw_len > (1u << 20))
+	if (raw_len > (1u << 20) || stored > (1u << 20))
 		return len;
-	cap = raw_len * 2 + 64;
+	/* an uncompressed payload is copied whole, whatever its raw length says */
+	cap = (raw_len > stored ? raw_len : stored) * 2 + 64;
 	raw = malloc(cap);
 	if (!raw)
 		return len;
