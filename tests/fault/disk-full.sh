@@ -1,0 +1,75 @@
+#!/bin/bash
+# Disk full: the archive on a 6 MiB tmpfs with max_size = 0 and keep_free =
+# 0, the daemon recording under load; a filler file takes the remaining
+# space. While the disk is full the daemon must: log the error (not once
+# per failed write: at most a few lines), keep draining the kernel buffer
+# (its "read events" keep growing), show the failure in status
+# (write_errors and dropped events), and stay alive. Once the filler is
+# removed it must write again by itself. After a stop: every segment
+# verifies and the loss is recorded in the archive (info shows lost or
+# dropped events).
+. "$top_srcdir/tests/lib.sh"
+need_tracefs
+. "$top_srcdir/tests/fault/lib-fault.sh"
+
+arch=$ftmp/small
+mkdir "$arch"
+mount -t tmpfs -o size=6M,mode=0750 tmpfs "$arch" || skip "cannot mount a tmpfs"
+at_exit "umount -l '$arch'"
+fault_conf "$ftmp/c.conf" "$arch" archive.segment_size=1M archive.sync=no
+log=$ftmp/d.log
+start_recording "$ftmp/c.conf" "$log"
+start_load 1
+read_events() {
+	awk -F': ' '/^read events/ { n += $2 } END { print n + 0 }' \
+		"$TRACEFS/instances/$FINST"/per_cpu/cpu*/stats
+}
+seg_bytes() { find "$arch" -name '*.smseg*' -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
+
+# fill the disk once some data is there
+wait_until 30 test "$(seg_bytes)" -gt 100000 || fail "nothing written in 30 s"
+dd if=/dev/zero of="$arch/.filler" bs=64K status=none 2>/dev/null
+note "disk full: $(df -k --output=avail "$arch" | tail -1) KiB free"
+full_at=$(date +%s)
+read0=$(read_events)
+sleep 6
+kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$log"; fail "the daemon died on a full disk"; }
+read1=$(read_events)
+failures=()
+# 1. logged, at most a few times (rate-limited)
+nlog=$(grep -ci 'no space left' "$log")
+[ "$nlog" -ge 1 ] || failures+=("no 'No space left' error logged during 6 s of a full disk")
+[ "$nlog" -le 5 ] || failures+=("$nlog 'No space left' lines in 6 s (not rate-limited)")
+# 2. the kernel buffer is still drained
+[ "$read1" -gt "$read0" ] || failures+=("the daemon stopped draining the kernel buffer ($read0 -> $read1 events read)")
+# 3. status shows it
+ctl status --json > "$ftmp/status.json" 2>&1 || failures+=("status failed: $(cat "$ftmp/status.json")")
+we=$(grep -o '"write_errors": *[0-9]*' "$ftmp/status.json" | sed 's/.*: *//')
+[ "${we:-0}" -gt 0 ] || failures+=("status shows write_errors=${we:-none} on a full disk")
+grep -Eq '"dropped_(events|bytes)": *[1-9]' "$ftmp/status.json" ||
+	failures+=("status shows no dropped_events/dropped_bytes count")
+# 4. resumes by itself once space returns
+before=$(seg_bytes)
+rm -f "$arch/.filler"
+grown() { [ "$(seg_bytes)" -gt $((before + 65536)) ]; }
+wait_until 15 grown ||
+	failures+=("writing did not resume within 15 s after space was freed ($before -> $(seg_bytes) bytes of segments)")
+stop_daemon || failures+=("stop exited $?")
+segs=("$arch"/*.smseg)
+parts=("$arch"/*.smseg.part)
+[ ${#parts[@]} = 0 ] || failures+=("unfinished segments left after the stop: ${parts[*]##*/}")
+if [ ${#segs[@]} = 0 ]; then
+	failures+=("no finished segment in the archive")
+elif ! "$STACKMAPCTL" verify "${segs[@]}" > "$ftmp/verify.out" 2>&1; then
+	failures+=("segments do not verify: $(grep -v ': ok,' "$ftmp/verify.out" | head -3 | tr '\n' ' ')")
+fi
+# 5. the loss is recorded in the archive
+"$STACKMAPCTL" info --json "${segs[@]}" > "$ftmp/info.json" 2>/dev/null
+grep -Eq '"(lost_events|lost|dropped_events|dropped)": *[1-9]' "$ftmp/info.json" ||
+	failures+=("no segment records the events lost while the disk was full")
+note "daemon log:"; sed 's/^/#   /' "$log" | head -20
+if [ ${#failures[@]} -gt 0 ]; then
+	for f in "${failures[@]}"; do echo "FAIL: $TEST_NAME: $f" >&2; done
+	exit 1
+fi
+exit 0

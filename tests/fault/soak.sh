@@ -1,0 +1,35 @@
+#!/bin/bash
+# The soak run behind scripts/soak (argument: minutes; SOAK_MINUTES in make check).
+. "$top_srcdir/tests/lib.sh"
+need_tracefs
+. "$top_srcdir/tests/fault/lib-fault.sh"
+
+minutes=${1:-${SOAK_MINUTES:-2}}
+fault_conf "$ftmp/c.conf" "$ftmp/archive" archive.segment_size=1M archive.max_segments=4 \
+	stackmap.snapshot_interval=1s service.status_interval=10s
+start_recording "$ftmp/c.conf" "$ftmp/d.log"
+start_load 1
+lost() { ctl status --json 2>/dev/null | grep -o '"lost_events": *[0-9]*' | awk -F: '{ n += $2 } END { print n + 0 }'; }
+end=$((SECONDS + minutes * 60))
+rss_base= fd_base= lost_mid=
+samples=0
+while [ $SECONDS -lt $end ]; do
+	sleep 10
+	kill -0 "$DAEMON_PID" 2>/dev/null || fail "the daemon died: $(tail -n 5 "$ftmp/d.log")"
+	rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$DAEMON_PID/status")
+	fds=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+	l=$(lost)
+	samples=$((samples + 1))
+	echo "# $SECONDS s: rss ${rss} kB, $fds fds, lost $l"
+	if [ "$samples" = 3 ]; then rss_base=$rss; fd_base=$fds; fi
+	[ -z "$lost_mid" ] && [ $SECONDS -ge $((end - minutes * 30)) ] && lost_mid=$l
+	if [ -n "$rss_base" ]; then
+		[ "$rss" -le $((rss_base * 12 / 10 + 1024)) ] || fail "RSS grew from $rss_base to $rss kB"
+		[ "$fds" -le "$fd_base" ] || fail "fds grew from $fd_base to $fds"
+	fi
+done
+[ -z "$lost_mid" ] || [ "$(lost)" = "$lost_mid" ] || note "lost events grew in the second half: $lost_mid -> $(lost)"
+stop_daemon || fail "stop exited $?"
+segs=("$ftmp"/archive/*.smseg)
+check_finished soak "${segs[@]}"
+exit 0

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A structure-aware mutator for segment inputs: most mutations of a
+ * segment only break a CRC, and the reader rightly stops there. This one
+ * picks a record, mutates its payload after decompression (recompressing
+ * it), or mutates the whole file, and then rewrites every record's
+ * lengths, CRCs and sequence number and the footer CRC, so that the
+ * mutated content reaches the parsers behind the CRC checks.
+ */
+#ifndef STACKMAPD_FUZZ_SEGMUT_H
+#define STACKMAPD_FUZZ_SEGMUT_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "crc32c.h"
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+static uint32_t segmut_le32(const uint8_t *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void segmut_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Fix CRCs and sequence numbers of every well-framed record; returns the record count. */
+static unsigned segmut_fix(uint8_t *d, size_t len)
+{
+	size_t off = 16;
+	unsigned n = 0;
+
+	if (len < 16)
+		return 0;
+	segmut_put32(d + 12, crc32c(0, d, 12));
+	while (len - off >= 32 && segmut_le32(d + off) == 0x43524D53u) {
+		uint32_t stored = segmut_le32(d + off + 12);
+
+		if (stored > len - off - 32)
+			break;
+		segmut_put32(d + off + 20, n++);
+		segmut_put32(d + off + 24, crc32c(0, d + off + 32, stored));
+		segmut_put32(d + off + 28, crc32c(0, d + off, 28));
+		off += 32 + stored;
+	}
+	if (len - off == 24)
+		segmut_put32(d + off + 8, crc32c(0, d + off, 8));
+	return n;
+}
+
+/* Mutate record k's payload (decompressed if needed); returns the new file length. */
+static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
+{
+	size_t off = 16, raw_len, cap, z, nlen;
+	uint8_t *raw;
+	uint32_t stored;
+	unsigned n = 0;
+
+	while (len - off >= 32 && segmut_le32(d + off) == 0x43524D53u) {
+		stored = segmut_le32(d + off + 12);
+		if (stored > len - off - 32)
+			return len;
+		if (n++ == k)
+			break;
+		off += 32 + stored;
+	}
+	if (len - off < 32 || n != k + 1)
+		return len;
+	raw_len = segmut_le32(d + off + 16);
+	if (raw_len > (1u << 20) || stored > (1u << 20))
+		return len;
+	/* an uncompressed payload is copied whole, whatever its raw length says */
+	cap = (raw_len > stored ? raw_len : stored) * 2 + 64;
+	raw = malloc(cap);
+	if (!raw)
+		return len;
+	if (d[off + 6] & 1) {
+		z = ZSTD_decompress(raw, cap, d + off + 32, stored);
+		if (ZSTD_isError(z)) {
+			free(raw);
+			return len;
+		}
+	} else {
+		z = stored;
+		memcpy(raw, d + off + 32, z);
+	}
+	z = LLVMFuzzerMutate(raw, z, cap);
+	{
+		size_t bound = ZSTD_compressBound(z);
+		uint8_t *out = malloc(bound > z ? bound : z);
+		size_t slen;
+
+		if (!out) {
+			free(raw);
+			return len;
+		}
+		if (d[off + 6] & 1) {
+			slen = ZSTD_compress(out, bound, raw, z, 1);
+			if (ZSTD_isError(slen)) {
+				free(out);
+				free(raw);
+				return len;
+			}
+		} else {
+			memcpy(out, raw, z);
+			slen = z;
+		}
+		nlen = len - stored + slen;
+		if (nlen <= max) {
+			memmove(d + off + 32 + slen, d + off + 32 + stored, len - off - 32 - stored);
+			memcpy(d + off + 32, out, slen);
+			segmut_put32(d + off + 12, (uint32_t)slen);
+			segmut_put32(d + off + 16, (uint32_t)z);
+			/* the footer's INDEX offset moves with the data */
+			if (nlen >= 24 && !memcmp(d + nlen - 8, "SMAPEND", 8)) {
+				uint64_t io;
+
+				memcpy(&io, d + nlen - 24, 8);
+				if (io > off) {
+					io = io + slen - stored;
+					memcpy(d + nlen - 24, &io, 8);
+				}
+			}
+			len = nlen;
+		}
+		free(out);
+	}
+	free(raw);
+	return len;
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+	unsigned n = segmut_fix(data, size);
+
+	if (n == 0 || seed % 4 == 0)
+		size = LLVMFuzzerMutate(data, size, max_size);
+	else
+		size = segmut_record(data, size, max_size, seed / 4 % n);
+	segmut_fix(data, size);
+	return size;
+}
+
+#endif
