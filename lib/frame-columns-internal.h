@@ -158,11 +158,13 @@ struct fc_format {
 	uint16_t fixed;		/* end of the last column; bytes after it are the event's tail */
 	uint16_t nr;
 	struct fc_column cols[FRAME_COLUMNS_MAX_FIELDS];
+	uint8_t t[FRAME_COLUMNS_MAX_FIELDS + 1];	/* transforms last chosen, the tail's last */
+	uint64_t chosen;	/* frame number + 1 of that choice, 0: never */
 };
 
 /* An event type present in the frame being encoded. */
 struct fc_ftype {
-	const struct fc_format *fmt;
+	struct fc_format *fmt;
 	uint16_t id;
 	struct buf ev;		/* per event: u32 payload offset in the frame, u32 payload length */
 };
@@ -188,6 +190,7 @@ struct frame_columns {
 	struct fc_slot *slots;
 	size_t nr_slots;		/* a power of two */
 	uint32_t stamp;
+	uint64_t frame_no;
 	struct frame_columns_stats stats;
 	struct buf dcols;		/* decoder: column states */
 	struct buf dict;		/* decoder: dictionary slots */

@@ -334,6 +334,13 @@ static ssize_t walk_frame(struct frame_columns *fc, const uint8_t *frame, size_t
 
 /* ---- columns ---- */
 
+/*
+ * Choosing a column's transform costs about as much as encoding it; the
+ * best one changes slowly with the load, so it is chosen again only every
+ * so many frames (and for a new format, and after a format changes).
+ */
+#define FC_CHOOSE_EVERY 16
+
 static uint64_t hash_key(uint64_t v)
 {
 	v ^= v >> 33;
@@ -511,7 +518,8 @@ static int encode_column(struct frame_columns *fc, const struct col_ref *c, uint
 static int encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned int k)
 {
 	const struct fc_ftype *ft = &fc->types[k];
-	const struct fc_format *f = ft->fmt;
+	struct fc_format *f = ft->fmt;
+	bool again = !f->chosen || fc->frame_no - f->chosen >= FC_CHOOSE_EVERY;
 	struct col_ref c = { frame, ft->ev.data, ft->ev.len / 8, 0, 0, false, false };
 	struct buf *tb = &fc->table;
 	uint8_t t;
@@ -536,9 +544,12 @@ static int encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned 
 			c.blob = true;
 			c.sgn = false;
 		}
-		r = choose(fc, &c, &t);
-		if (r < 0)
-			return r;
+		if (again) {
+			r = choose(fc, &c, &f->t[i]);
+			if (r < 0)
+				return r;
+		}
+		t = f->t[i];
 		r = encode_column(fc, &c, t);
 		if (r < 0)
 			return r;
@@ -551,6 +562,8 @@ static int encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned 
 		if (r < 0)
 			return r;
 	}
+	if (again)
+		f->chosen = fc->frame_no;
 	return 0;
 }
 
@@ -578,6 +591,7 @@ int frame_columns_encode(struct frame_columns *fc, const void *frame, size_t len
 	if (len > INT32_MAX)
 		return -EFBIG;
 	frame_reset(fc);
+	fc->frame_no++;
 	tail = walk_frame(fc, frame, len, &pages);
 	if (tail < 0)
 		return (int)tail;
