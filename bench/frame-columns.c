@@ -8,13 +8,16 @@
  * frame and decompresses it again, timing both (best of the repetitions),
  * and checks that every frame comes back bit for bit.
  *
- *   frame-columns [-f FRAME_KB] [-r REPS] [-l LEVEL] SEGMENT...
+ *   frame-columns [-f FRAME_KB] [-r REPS] [-l LEVEL] [-b] SEGMENT...
  *
  * Prints, per method, bytes per event (frames only; "other" is what the
  * segments' other records take per event, the same for every method) and
  * CPU seconds per million events to encode and to decode. Events are trace
  * events, not counting stack entries (stack_ref, kernel_stack) or time
- * extends.
+ * extends. With -b, also where the bytes of the column encoding are: each
+ * stream compressed on its own, summed over the frames per stream name or
+ * event field, in bytes per event (the sum is what compressing the streams
+ * separately would store, without the encoding's header).
  */
 #include <getopt.h>
 #include <time.h>
@@ -97,6 +100,67 @@ static uint64_t count_events(const struct frames *f, const uint8_t *page, size_t
 	return n;
 }
 
+/* Field names by (event id, offset), from the format files; and per-stream sizes. */
+#define MAX_NAMES 512
+struct name {
+	uint16_t id, offset;
+	char text[48];
+	uint64_t raw, packed;
+	uint8_t transform;
+};
+static struct name names[MAX_NAMES];
+static size_t nr_names;
+
+static struct name *name_of(uint16_t id, uint16_t offset, bool add)
+{
+	for (size_t i = 0; i < nr_names; i++)
+		if (names[i].id == id && names[i].offset == offset)
+			return &names[i];
+	if (!add || nr_names == MAX_NAMES)
+		return NULL;
+	names[nr_names] = (struct name){ .id = id, .offset = offset };
+	snprintf(names[nr_names].text, sizeof(names[0].text), "%u@%u", id, offset);
+	return &names[nr_names++];
+}
+
+static void add_names(const char *text)
+{
+	const char *ev = strstr(text, "name: "), *p;
+	char evname[32] = "";
+	unsigned int id;
+
+	if (!ev || sscanf(ev, "name: %31s", evname) != 1 || !(p = strstr(text, "ID: ")) ||
+	    sscanf(p, "ID: %u", &id) != 1)
+		return;
+	for (p = strstr(text, "field:"); p; p = strstr(p + 6, "field:")) {
+		const char *semi = strchr(p, ';'), *q = semi, *o = strstr(p, "offset:");
+		unsigned int off;
+		struct name *n;
+
+		if (!semi || !o || sscanf(o, "offset:%u", &off) != 1)
+			continue;
+		while (q > p && q[-1] != ' ' && q[-1] != '*')
+			q--;
+		if ((n = name_of((uint16_t)id, (uint16_t)off, true)))
+			snprintf(n->text, sizeof(n->text), "%.12s.%.*s", evname, (int)(semi - q), q);
+	}
+	if ((p = strstr(text, "print fmt")) && (ev = strstr(text, "field:"))) {
+		/* the tail: after the last field */
+		const char *last = NULL;
+		unsigned int off = 0, size = 0;
+
+		for (const char *f = ev; f && f < p; f = strstr(f + 6, "field:"))
+			last = f;
+		if (last && (last = strstr(last, "offset:")) &&
+		    sscanf(last, "offset:%u;\tsize:%u;", &off, &size) == 2) {
+			struct name *n = name_of((uint16_t)id, (uint16_t)(off + size), true);
+
+			if (n && !strchr(n->text, '.'))
+				snprintf(n->text, sizeof(n->text), "%.12s.(tail)", evname);
+		}
+	}
+}
+
 static void add_frame(struct frames *f, struct buf *cur)
 {
 	if (!cur->len)
@@ -132,8 +196,10 @@ static int load_segment(const char *path, struct frames *f, struct frame_columns
 			size_t nl = strnlen((const char *)rec.data, rec.len);
 			_cleanup_free_ char *text = strndup((const char *)rec.data + nl + 1, rec.len - nl - 1);
 
-			if (text && nl < rec.len)
+			if (text && nl < rec.len) {
 				(void)frame_columns_add_format(*fc, text);
+				add_names(text);
+			}
 		}
 		if (rec.type != SEGMENT_REC_PAGES) {
 			f->other_bytes += SEGMENT_REC_HDR_SIZE + rec.stored_len;
@@ -159,6 +225,70 @@ static int load_segment(const char *path, struct frames *f, struct frame_columns
 	return k < 0 ? -1 : 0;
 }
 
+/* Add each stream of the frame just encoded (enc) to its name's totals. */
+static void breakdown(const struct frame_columns *fc, const struct buf *enc, ZSTD_CCtx *cc)
+{
+	static const char *const fixed[] = { "page", "code", "delta", "len", "raw", "tval", "(header)" };
+	_cleanup_(buf_done) struct buf z = { 0 };
+	struct frame_columns_stream st;
+	size_t head = SIZE_MAX;
+
+	for (size_t i = 0; frame_columns_get_stream(fc, i, &st) == 0; i++) {
+		struct name *n;
+		size_t zl;
+
+		head = MIN(head, st.start);
+		if (st.name) {
+			n = NULL;
+			for (size_t j = 0; j < ARRAY_SIZE(fixed); j++)
+				if (!strcmp(st.name, fixed[j]))
+					n = name_of(0xffff, (uint16_t)j, true);
+			if (n)
+				snprintf(n->text, sizeof(n->text), "(%s)", st.name);
+		} else {
+			n = name_of(st.id, st.offset, true);
+		}
+		if (!n || !st.len)
+			continue;
+		if (buf_reserve(&z, ZSTD_compressBound(st.len)) < 0)
+			exit(1);
+		zl = ZSTD_compress2(cc, z.data, z.cap, enc->data + st.start, st.len);
+		if (ZSTD_isError(zl))
+			exit(1);
+		n->raw += st.len;
+		n->packed += zl;
+		n->transform = st.transform;
+	}
+	if (head != SIZE_MAX) {
+		struct name *n = name_of(0xffff, 6, true);
+
+		if (n) {
+			snprintf(n->text, sizeof(n->text), "(header)");
+			n->raw += head;
+			n->packed += head;
+		}
+	}
+}
+
+static void print_breakdown(uint64_t events)
+{
+	static const char *const tn[] = { "raw", "varint", "delta", "dict", "tdelta", "template" };
+	uint64_t total = 0;
+
+	printf("\n%-34s %9s %9s  %s\n", "stream (compressed alone)", "raw B/ev", "zst B/ev", "transform");
+	for (size_t i = 0; i < nr_names; i++) {
+		const struct name *n = &names[i];
+
+		if (!n->raw)
+			continue;
+		total += n->packed;
+		printf("%-34s %9.3f %9.3f  %s\n", n->text, (double)n->raw / (double)events,
+		       (double)n->packed / (double)events,
+		       n->id == 0xffff ? "" : n->transform < ARRAY_SIZE(tn) ? tn[n->transform] : "?");
+	}
+	printf("%-34s %9s %9.3f\n", "total, streams compressed alone", "", (double)total / (double)events);
+}
+
 struct result {
 	uint64_t stored;
 	double enc, dec;
@@ -167,7 +297,7 @@ struct result {
 
 /* Compress every frame (columns: encode first), then decode all and compare. */
 static void run(const struct frames *f, struct frame_columns *fc, bool columns, int level,
-		int reps, struct result *res)
+		int reps, bool split, struct result *res)
 {
 	_cleanup_(buf_done) struct buf enc = { 0 }, z = { 0 }, dec = { 0 }, back = { 0 };
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
@@ -202,6 +332,8 @@ static void run(const struct frames *f, struct frame_columns *fc, bool columns, 
 				exit(1);
 			t1 += cpu_now() - t0;
 			stored += zl;
+			if (columns && split && rep == 0)
+				breakdown(fc, &enc, cc);
 
 			t0 = cpu_now();
 			if (buf_reserve(&dec, inlen) < 0)
@@ -234,8 +366,9 @@ int main(int argc, char **argv)
 	struct frame_columns_stats st = { 0 };
 	size_t frame_kb = 256;
 	int reps = 3, level = 1, opt;
+	bool split = false;
 
-	while ((opt = getopt(argc, argv, "f:r:l:")) != -1) {
+	while ((opt = getopt(argc, argv, "f:r:l:b")) != -1) {
 		switch (opt) {
 		case 'f':
 			frame_kb = (size_t)atol(optarg);
@@ -246,8 +379,11 @@ int main(int argc, char **argv)
 		case 'l':
 			level = atoi(optarg);
 			break;
+		case 'b':
+			split = true;
+			break;
 		default:
-			fprintf(stderr, "usage: frame-columns [-f FRAME_KB] [-r REPS] [-l LEVEL] SEGMENT...\n");
+			fprintf(stderr, "usage: frame-columns [-f FRAME_KB] [-r REPS] [-l LEVEL] [-b] SEGMENT...\n");
 			return 2;
 		}
 	}
@@ -272,7 +408,7 @@ int main(int argc, char **argv)
 	for (int m = 0; m < 2; m++) {
 		struct result res = { 0 };
 
-		run(&f, fc, m == 1, level, reps, &res);
+		run(&f, fc, m == 1, level, reps, split, &res);
 		printf("%-18s %10" PRIu64 " %9.3f %12.3f %12.3f %6s\n",
 		       m ? "columns+zstd" : "zstd (pages)", res.stored,
 		       (double)res.stored / (double)f.events, res.enc * 1e6 / (double)f.events,
@@ -282,6 +418,8 @@ int main(int argc, char **argv)
 	}
 	printf("(last frame: %" PRIu64 " column pages, %" PRIu64 " verbatim, %" PRIu64 " entries, %" PRIu64 " raw)\n",
 	       st.pages, st.verbatim_pages, st.entries, st.raw_entries);
+	if (split)
+		print_breakdown(f.events);
 	buf_done(&f.data);
 	buf_done(&f.ends);
 	return 0;

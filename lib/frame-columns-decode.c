@@ -13,6 +13,7 @@
 
 struct dcol {
 	struct fc_in in;
+	uint16_t offset;	/* in the payload */
 	uint16_t size;		/* 0: the event's tail */
 	uint8_t t;
 	bool blob, sgn;
@@ -26,8 +27,20 @@ struct dtype {
 	size_t first, nr;	/* its columns (the tail is first + nr) */
 };
 
+/* A template: its first event holds its template columns' bytes. */
+struct dtpl {
+	size_t first, last;	/* payload offsets in the output; last SIZE_MAX: none before */
+	uint32_t succ;		/* + 1, 0: none */
+	uint32_t arr;
+	uint8_t k, type_len;
+};
+
 struct dstate {
 	const uint8_t *base;	/* the encoded frame */
+	uint8_t *start;		/* the decoded frame */
+	struct dtpl *tpls;
+	size_t nr_tpls, cap_tpls;
+	size_t prev_tpl;	/* SIZE_MAX: none yet */
 	struct fc_in s[FC_S_FIXED];
 	struct dtype types[FRAME_COLUMNS_MAX_TYPES];
 	unsigned int nr_types;
@@ -95,6 +108,7 @@ static int parse_types(struct frame_columns *fc, struct dstate *d, struct fc_in 
 				if (get_v(in, fixed - pos, &v) < 0 || v == 0 || !(b = fc_get_bytes(in, 1)) ||
 				    *b > FC_F_SIGNED)
 					return BAD;
+				c->offset = (uint16_t)pos;
 				c->size = (uint16_t)v;
 				c->blob = !(v == 1 || v == 2 || v == 4 || v == 8);
 				c->sgn = *b & FC_F_SIGNED;
@@ -104,10 +118,11 @@ static int parse_types(struct frame_columns *fc, struct dstate *d, struct fc_in 
 			} else if (pos != fixed) {
 				return BAD;	/* the columns must tile the fixed part */
 			} else {
+				c->offset = (uint16_t)pos;
 				c->blob = true;
 			}
 			if (!(b = fc_get_bytes(in, 1)) || *b >= FC_T_MAX ||
-			    (c->blob && *b != FC_T_RAW && *b != FC_T_DICT))
+			    (c->blob && *b != FC_T_RAW && *b != FC_T_DICT && *b != FC_T_TEMPLATE))
 				return BAD;
 			c->t = *b;
 			fc->dcols.len += sizeof(*c);
@@ -151,6 +166,14 @@ static int parse_streams(struct frame_columns *fc, struct dstate *d, struct fc_i
 	r = buf_reserve(&fc->dict, (size_t)slots * sizeof(uint64_t));
 	if (r < 0)
 		return r;
+	/* a new template takes at least a byte of the code stream */
+	buf_reset(&fc->dtpls);
+	r = buf_reserve(&fc->dtpls, (size_t)lens[FC_S_CODE] * sizeof(struct dtpl));
+	if (r < 0)
+		return r;
+	d->tpls = (struct dtpl *)(void *)fc->dtpls.data;
+	d->cap_tpls = (size_t)lens[FC_S_CODE];
+	d->prev_tpl = SIZE_MAX;
 	slots = 0;
 	for (size_t i = 0; i < d->nr_cols; i++) {
 		struct dcol *c = &d->cols[i];
@@ -167,7 +190,7 @@ static int parse_streams(struct frame_columns *fc, struct dstate *d, struct fc_i
 	return 0;
 }
 
-static int int_value(struct dcol *c, uint64_t *ret)
+static int int_value(struct dstate *d, const struct dtpl *t, struct dcol *c, uint64_t *ret)
 {
 	const uint8_t *p;
 	uint64_t x, idx;
@@ -186,6 +209,14 @@ static int int_value(struct dcol *c, uint64_t *ret)
 	case FC_T_DELTA:
 		if (fc_get_varint(&c->in, &x) < 0)
 			return BAD;
+		c->prev += (uint64_t)fc_unzigzag(x);
+		*ret = c->prev;
+		return 0;
+	case FC_T_TDELTA:
+		if (fc_get_varint(&c->in, &x) < 0)
+			return BAD;
+		if (t->last != SIZE_MAX)
+			c->prev = fc_get(d->start + t->last + c->offset, c->size);
 		c->prev += (uint64_t)fc_unzigzag(x);
 		*ret = c->prev;
 		return 0;
@@ -230,76 +261,145 @@ static int blob_value(struct dstate *d, struct dcol *c, size_t len)
 	return 0;
 }
 
-/* One event of frame type k: its header, then its payload from the columns. */
-static int decode_event(struct dstate *d, unsigned int k)
+/* len bytes of template column c of t (new: from TVAL, else from t's first event). */
+static int template_value(struct dstate *d, const struct dtpl *t, const struct dcol *c, size_t len,
+			  bool new)
 {
-	const struct dtype *t = &d->types[k];
-	uint64_t delta, type_len, arr = 0, dlen;
+	const uint8_t *p;
+
+	if (!new)
+		p = d->start + t->first + c->offset;
+	else if (!(p = fc_get_bytes(&d->s[FC_S_TVAL], len)))
+		return BAD;
+	memcpy(d->out, p, len);
+	d->out += len;
+	return 0;
+}
+
+/* One event of template t: its header, then its payload from the template and the columns. */
+static int decode_event(struct dstate *d, struct dtpl *t, bool new)
+{
+	const struct dtype *ty = &d->types[t->k];
+	uint64_t delta, dlen = t->type_len ? 4 * (uint64_t)t->type_len : (uint64_t)t->arr - 4;
+	size_t payload;
 	uint32_t hdr;
 	int r;
 
-	if (k >= d->nr_types || get_v(&d->s[FC_S_DELTA], (1u << 27) - 1, &delta) < 0 ||
-	    get_v(&d->s[FC_S_LEN], FC_TYPE_PADDING - 1, &type_len) < 0)
+	if (get_v(&d->s[FC_S_DELTA], (1u << 27) - 1, &delta) < 0 ||
+	    !fits(d, 4 + (t->type_len ? 0 : 4) + dlen))
 		return BAD;
-	if (!type_len && (get_v(&d->s[FC_S_LEN], UINT32_MAX, &arr) < 0 || arr < 6 || arr & 3))
-		return BAD;
-	dlen = type_len ? type_len * 4 : arr - 4;
-	if (dlen < t->fixed || !fits(d, 4 + (type_len ? 0 : 4) + dlen))
-		return BAD;
-	hdr = (uint32_t)(delta << 5 | type_len);
+	hdr = (uint32_t)(delta << 5 | t->type_len);
 	memcpy(d->out, &hdr, 4);
 	d->out += 4;
-	if (!type_len) {
-		fc_put(d->out, arr, 4);
+	if (!t->type_len) {
+		fc_put(d->out, t->arr, 4);
 		d->out += 4;
 	}
-	fc_put(d->out, t->id, 2);
+	payload = (size_t)(d->out - d->start);
+	if (new)
+		t->first = payload;
+	fc_put(d->out, ty->id, 2);
 	d->out += 2;
-	for (size_t i = 0; i <= t->nr; i++) {
-		struct dcol *c = &d->cols[t->first + i];
+	for (size_t i = 0; i <= ty->nr; i++) {
+		struct dcol *c = &d->cols[ty->first + i];
+		size_t len = c->size ? c->size : (size_t)(dlen - ty->fixed);
 		uint64_t v;
 
-		if (c->blob) {
-			r = blob_value(d, c, c->size ? c->size : (size_t)(dlen - t->fixed));
-			if (r < 0)
-				return r;
-			continue;
+		if (c->t == FC_T_TEMPLATE)
+			r = template_value(d, t, c, len, new);
+		else if (c->blob)
+			r = blob_value(d, c, len);
+		else if ((r = int_value(d, t, c, &v)) >= 0) {
+			fc_put(d->out, v, c->size);
+			d->out += c->size;
 		}
-		r = int_value(c, &v);
 		if (r < 0)
 			return r;
-		fc_put(d->out, v, c->size);
-		d->out += c->size;
 	}
+	t->last = payload;
+	return 0;
+}
+
+/* A new template: its type and length code from CODE. */
+static int new_template(struct dstate *d, struct dtpl **ret)
+{
+	struct fc_in *in = &d->s[FC_S_CODE];
+	uint64_t k, type_len, arr = 0, dlen;
+	struct dtpl *t;
+
+	if (d->nr_tpls == d->cap_tpls || get_v(in, (uint64_t)d->nr_types - 1, &k) < 0 ||
+	    !d->nr_types || get_v(in, FC_TYPE_PADDING - 1, &type_len) < 0)
+		return BAD;
+	if (!type_len && (get_v(in, UINT32_MAX, &arr) < 0 || arr < 6 || arr & 3))
+		return BAD;
+	dlen = type_len ? type_len * 4 : arr - 4;
+	if (dlen < d->types[k].fixed)
+		return BAD;
+	t = &d->tpls[d->nr_tpls++];
+	*t = (struct dtpl){ 0, SIZE_MAX, 0, (uint32_t)arr, (uint8_t)k, (uint8_t)type_len };
+	*ret = t;
+	return 0;
+}
+
+/* An event entry with code c (>= FC_C_TPL, or FC_C_NEXT). */
+static int decode_template_entry(struct dstate *d, uint64_t c)
+{
+	struct dtpl *t;
+	bool new = false;
+	size_t idx;
+	int r;
+
+	if (c == FC_C_NEXT) {
+		if (d->prev_tpl == SIZE_MAX || !d->tpls[d->prev_tpl].succ)
+			return BAD;
+		idx = d->tpls[d->prev_tpl].succ - 1;
+	} else {
+		if (c - FC_C_TPL > d->nr_tpls)
+			return BAD;
+		idx = (size_t)(c - FC_C_TPL);
+		new = idx == d->nr_tpls;
+	}
+	if (new) {
+		r = new_template(d, &t);
+		if (r < 0)
+			return r;
+	} else {
+		t = &d->tpls[idx];
+	}
+	r = decode_event(d, t, new);
+	if (r < 0)
+		return r;
+	if (d->prev_tpl != SIZE_MAX)
+		d->tpls[d->prev_tpl].succ = (uint32_t)idx + 1;
+	d->prev_tpl = idx;
 	return 0;
 }
 
 static int decode_entry(struct dstate *d)
 {
-	const uint8_t *kind = fc_get_bytes(&d->s[FC_S_KIND], 1);
-	uint64_t v;
+	uint64_t code, v;
 	uint32_t w;
 
-	if (!kind)
+	if (fc_get_varint(&d->s[FC_S_CODE], &code) < 0)
 		return BAD;
-	switch (*kind) {
-	case FC_K_RAW:
+	switch (code) {
+	case FC_C_RAW:
 		if (get_v(&d->s[FC_S_LEN], UINT32_MAX, &v) < 0)
 			return BAD;
 		return copy_raw(d, v);
-	case FC_K_EXTEND:
-	case FC_K_STAMP:
+	case FC_C_EXTEND:
+	case FC_C_STAMP:
 		if (get_v(&d->s[FC_S_DELTA], (1ULL << 59) - 1, &v) < 0 || !fits(d, 8))
 			return BAD;
 		w = (uint32_t)((v & ((1u << 27) - 1)) << 5) |
-		    (*kind == FC_K_EXTEND ? FC_TYPE_TIME_EXTEND : FC_TYPE_TIME_STAMP);
+		    (code == FC_C_EXTEND ? FC_TYPE_TIME_EXTEND : FC_TYPE_TIME_STAMP);
 		memcpy(d->out, &w, 4);
 		w = (uint32_t)(v >> 27);
 		memcpy(d->out + 4, &w, 4);
 		d->out += 8;
 		return 0;
 	default:
-		return decode_event(d, *kind - FC_K_EVENT);
+		return decode_template_entry(d, code);
 	}
 }
 
@@ -327,7 +427,7 @@ static int decode_page(struct dstate *d, uint64_t *prev_ts)
 	fc_put(page, *prev_ts, 8);
 	d->out += hdr;
 	data = d->out;
-	/* each entry takes a byte of the kind stream: the loop ends with it */
+	/* each entry takes a byte of the code stream: the loop ends with it */
 	for (uint64_t i = 0; i < entries; i++) {
 		r = decode_entry(d);
 		if (r < 0)
@@ -406,7 +506,7 @@ int frame_columns_decode(struct frame_columns *fc, const void *enc, size_t len, 
 	r = buf_reserve(out, (size_t)flen);
 	if (r < 0)
 		return r;
-	d.out = out->data + start;
+	d.out = d.start = out->data + start;
 	d.end = d.out + flen;
 	r = decode_body(fc, &d, &in, pages, tail);
 	if (r < 0)

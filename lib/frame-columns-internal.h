@@ -17,10 +17,11 @@
 /* Fixed streams, in this order, before the columns of the event types. */
 enum {
 	FC_S_PAGE,		/* per page: kind, timestamp delta, flags, missed, entries, tail */
-	FC_S_KIND,		/* per entry: one byte */
+	FC_S_CODE,		/* per entry: its code (FC_C_*), and a new template's type */
 	FC_S_DELTA,		/* per entry: its time delta (varint) */
-	FC_S_LEN,		/* per entry: its length code */
+	FC_S_LEN,		/* verbatim entries' lengths, new templates' length codes */
 	FC_S_RAW,		/* bytes stored as they are */
+	FC_S_TVAL,		/* new templates' template bytes */
 	FC_S_FIXED
 };
 
@@ -28,11 +29,22 @@ enum {
 #define FC_PAGE_COLUMNS 0
 #define FC_PAGE_VERBATIM 1
 
-/* Entry kinds (FC_S_KIND); FC_K_EVENT + k is an event of the frame's type k. */
+/*
+ * Entry kinds, as the encoder's walk notes them (FC_K_EVENT + k: an event
+ * of the frame's type k), and entry codes (FC_S_CODE): the successor of
+ * the previous event's template, a non-event entry, or FC_C_TPL + i,
+ * template i (i = the number of templates so far: a new one).
+ */
 #define FC_K_RAW 0
 #define FC_K_EXTEND 1
 #define FC_K_STAMP 2
 #define FC_K_EVENT 3
+
+#define FC_C_NEXT 0
+#define FC_C_RAW 1
+#define FC_C_EXTEND 2
+#define FC_C_STAMP 3
+#define FC_C_TPL 4
 
 /* Column transforms. */
 enum {
@@ -40,6 +52,8 @@ enum {
 	FC_T_VARINT,		/* varint; zigzag of the sign-extended value if signed */
 	FC_T_DELTA,		/* zigzag varint of the difference to the previous value */
 	FC_T_DICT,		/* index into the column's dictionary; a new index is followed by the value */
+	FC_T_TDELTA,		/* as DELTA, against the previous value in events of the same template */
+	FC_T_TEMPLATE,		/* part of the event's template */
 	FC_T_MAX
 };
 
@@ -112,6 +126,18 @@ static inline uint8_t *fc_put_varint(uint8_t *p, uint64_t v)
 	return p;
 }
 
+/* Make room for n more bytes in b, cheaply when there is. */
+static inline int fc_room(struct buf *b, size_t n)
+{
+	return b->cap - b->len >= n ? 0 : buf_reserve(b, n);
+}
+
+/* Append a varint to b (room for 10 bytes checked by the caller). */
+static inline void fc_vput(struct buf *b, uint64_t v)
+{
+	b->len = (size_t)(fc_put_varint(b->data + b->len, v) - b->data);
+}
+
 /* A bounded reader of one stream. */
 struct fc_in {
 	const uint8_t *p, *end;
@@ -154,19 +180,44 @@ struct fc_column {
 	bool blob;		/* size is not 1, 2, 4 or 8 */
 };
 
+/* A byte range of a payload. */
+struct fc_range {
+	uint16_t off, len;
+};
+
 struct fc_format {
 	uint16_t fixed;		/* end of the last column; bytes after it are the event's tail */
 	uint16_t nr;
 	struct fc_column cols[FRAME_COLUMNS_MAX_FIELDS];
 	uint8_t t[FRAME_COLUMNS_MAX_FIELDS + 1];	/* transforms last chosen, the tail's last */
-	uint64_t chosen;	/* frame number + 1 of that choice, 0: never */
+	struct fc_range rng[FRAME_COLUMNS_MAX_FIELDS];	/* template columns, adjacent ones merged */
+	uint8_t nr_rng;
+	bool tail_tpl;		/* the tail is part of the template */
+	uint64_t chosen;	/* frame number of that choice, 0: never */
+};
+
+/* An event entry of the frame being encoded. */
+struct fc_ent {
+	uint32_t off, dlen;	/* payload offset in the frame, payload length */
+	uint32_t arr;		/* array[0] if type_len is 0 */
+	uint32_t prev;		/* payload offset of the previous event of its template, or UINT32_MAX */
+	uint8_t k, type_len;
+};
+
+/* A template: an event type, a length code and the bytes of the template columns. */
+struct fc_tpl {
+	uint64_t hash;
+	uint32_t first, last;	/* payload offsets of its first and last event */
+	uint32_t succ;		/* template of the event that last followed one of it, + 1 */
+	uint32_t arr;
+	uint8_t k, type_len;
 };
 
 /* An event type present in the frame being encoded. */
 struct fc_ftype {
 	struct fc_format *fmt;
 	uint16_t id;
-	struct buf ev;		/* per event: u32 payload offset in the frame, u32 payload length */
+	struct buf ev;		/* its events: u32 indexes into the frame's entries */
 };
 
 /* Dictionary slot; valid only when stamp is the current column's. */
@@ -190,10 +241,31 @@ struct frame_columns {
 	struct fc_slot *slots;
 	size_t nr_slots;		/* a power of two */
 	uint32_t stamp;
+	struct buf kinds;		/* the frame's entry kinds (FC_K_*), one byte each */
+	struct buf ents;		/* the frame's events (struct fc_ent) */
+	struct buf tpls;		/* the frame's templates (struct fc_tpl) */
+	uint32_t *tslots;		/* template hash table: index + 1, 0: free */
+	size_t nr_tslots;		/* a power of two */
 	uint64_t frame_no;
 	struct frame_columns_stats stats;
+	size_t head_len;		/* of the last encoding: bytes before the streams */
 	struct buf dcols;		/* decoder: column states */
 	struct buf dict;		/* decoder: dictionary slots */
+	struct buf dtpls;		/* decoder: templates */
 };
+
+/*
+ * Choosing costs about as much as encoding and the best choice changes
+ * slowly with the load: it is made again only every so many frames (and
+ * for a format new to the context). A column is part of the template when
+ * it has at most one distinct value per FC_TEMPLATE_RATIO events.
+ */
+#define FC_CHOOSE_EVERY 16
+#define FC_TEMPLATE_RATIO 8
+
+/* frame-columns-streams.c */
+int fc_choose_template(struct frame_columns *fc, const uint8_t *frame, unsigned int k);
+int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame);
+int fc_encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned int k);
 
 #endif

@@ -51,6 +51,11 @@ struct frame_columns *frame_columns_free(struct frame_columns *fc)
 	buf_done(&fc->table);
 	buf_done(&fc->dcols);
 	buf_done(&fc->dict);
+	buf_done(&fc->dtpls);
+	buf_done(&fc->kinds);
+	buf_done(&fc->ents);
+	buf_done(&fc->tpls);
+	free(fc->tslots);
 	free(fc->slots);
 	free(fc);
 	return NULL;
@@ -143,17 +148,6 @@ void frame_columns_get_stats(const struct frame_columns *fc, struct frame_column
 
 /* ---- the walk ---- */
 
-/* Make room for n more bytes in b, cheaply when there is. */
-static inline int room(struct buf *b, size_t n)
-{
-	return b->cap - b->len >= n ? 0 : buf_reserve(b, n);
-}
-
-static inline void vput(struct buf *b, uint64_t v)
-{
-	b->len = (size_t)(fc_put_varint(b->data + b->len, v) - b->data);
-}
-
 /* Frame type of event id (with a format), or -1: unknown, or the frame has too many types. */
 static int frame_type(struct frame_columns *fc, uint16_t id)
 {
@@ -216,29 +210,30 @@ static int walk_entry(struct frame_columns *fc, const uint8_t *frame, size_t pos
 			kind = (uint8_t)(FC_K_EVENT + k);
 	}
 
-	if (room(&fc->s[FC_S_KIND], 1) < 0 || room(&fc->s[FC_S_DELTA], 10) < 0 ||
-	    room(&fc->s[FC_S_LEN], 10) < 0)
+	if (fc_room(&fc->kinds, 1) < 0 || fc_room(&fc->s[FC_S_DELTA], 10) < 0 ||
+	    fc_room(&fc->s[FC_S_LEN], 10) < 0)
 		return -ENOMEM;
-	fc->s[FC_S_KIND].data[fc->s[FC_S_KIND].len++] = kind;
+	fc->kinds.data[fc->kinds.len++] = kind;
 	if (kind == FC_K_RAW) {
 		fc->stats.raw_entries++;
-		vput(&fc->s[FC_S_LEN], total);
+		fc_vput(&fc->s[FC_S_LEN], total);
 		if (buf_append(&fc->s[FC_S_RAW], e, total) < 0)
 			return -ENOMEM;
 	} else if (kind < FC_K_EVENT) {
-		vput(&fc->s[FC_S_DELTA], (uint64_t)arr << 27 | hdr >> 5);
+		fc_vput(&fc->s[FC_S_DELTA], (uint64_t)arr << 27 | hdr >> 5);
 	} else {
 		struct buf *ev = &fc->types[kind - FC_K_EVENT].ev;
+		struct fc_ent *en;
 
-		vput(&fc->s[FC_S_DELTA], hdr >> 5);
-		vput(&fc->s[FC_S_LEN], type_len);
-		if (!type_len)
-			vput(&fc->s[FC_S_LEN], arr);
-		if (room(ev, 8) < 0)
+		fc_vput(&fc->s[FC_S_DELTA], hdr >> 5);
+		if (fc_room(ev, 4) < 0 || fc_room(&fc->ents, sizeof(*en)) < 0)
 			return -ENOMEM;
-		put_le32(ev->data + ev->len, (uint32_t)(pos + total - dlen));
-		put_le32(ev->data + ev->len + 4, (uint32_t)dlen);
-		ev->len += 8;
+		put_le32(ev->data + ev->len, (uint32_t)(fc->ents.len / sizeof(*en)));
+		ev->len += 4;
+		en = (struct fc_ent *)(void *)(fc->ents.data + fc->ents.len);
+		*en = (struct fc_ent){ (uint32_t)(pos + total - dlen), (uint32_t)dlen, arr, UINT32_MAX,
+				       (uint8_t)(kind - FC_K_EVENT), (uint8_t)type_len };
+		fc->ents.len += sizeof(*en);
 	}
 	fc->stats.entries++;
 	return (int)total;
@@ -249,6 +244,8 @@ static void truncate_streams(struct frame_columns *fc, const size_t *lens, const
 {
 	for (size_t i = 0; i < FC_S_FIXED; i++)
 		fc->s[i].len = lens[i];
+	fc->kinds.len = lens[FC_S_FIXED];
+	fc->ents.len = lens[FC_S_FIXED + 1];
 	for (size_t i = 0; i < fc->nr_types; i++)
 		fc->types[i].ev.len = evlens[i];
 }
@@ -258,7 +255,7 @@ static int encode_page(struct frame_columns *fc, const uint8_t *frame, size_t po
 		       uint64_t cw, uint64_t *prev_ts)
 {
 	size_t hdr = 8 + fc->long_size, commit = (size_t)(cw & FC_COMMIT_MASK), off = 0;
-	size_t lens[FC_S_FIXED], evlens[FRAME_COLUMNS_MAX_TYPES];
+	size_t lens[FC_S_FIXED + 2], evlens[FRAME_COLUMNS_MAX_TYPES];
 	struct buf *pg = &fc->s[FC_S_PAGE];
 	uint64_t ts = fc_get(frame + pos, 8), entries = 0, saved_entries = fc->stats.entries;
 	uint64_t saved_raw = fc->stats.raw_entries;
@@ -267,6 +264,8 @@ static int encode_page(struct frame_columns *fc, const uint8_t *frame, size_t po
 
 	for (size_t i = 0; i < FC_S_FIXED; i++)
 		lens[i] = fc->s[i].len;
+	lens[FC_S_FIXED] = fc->kinds.len;
+	lens[FC_S_FIXED + 1] = fc->ents.len;
 	for (size_t i = 0; i < fc->nr_types; i++)
 		evlens[i] = fc->types[i].ev.len;
 	while ((n = walk_entry(fc, frame, pos + hdr + off, commit - off)) > 0) {
@@ -275,7 +274,7 @@ static int encode_page(struct frame_columns *fc, const uint8_t *frame, size_t po
 	}
 	if (n == -ENOMEM)
 		return n;
-	if (room(pg, 60) < 0)
+	if (fc_room(pg, 60) < 0)
 		return -ENOMEM;
 	if (n < 0) {
 		/* damaged: store the page as it is */
@@ -286,19 +285,19 @@ static int encode_page(struct frame_columns *fc, const uint8_t *frame, size_t po
 		fc->stats.entries = saved_entries;
 		fc->stats.raw_entries = saved_raw;
 		fc->stats.verbatim_pages++;
-		vput(pg, FC_PAGE_VERBATIM);
-		vput(pg, plen);
+		fc_vput(pg, FC_PAGE_VERBATIM);
+		fc_vput(pg, plen);
 		return buf_append(&fc->s[FC_S_RAW], frame + pos, plen);
 	}
 	fc->stats.pages++;
-	vput(pg, FC_PAGE_COLUMNS);
-	vput(pg, fc_zigzag((int64_t)(ts - *prev_ts)));
+	fc_vput(pg, FC_PAGE_COLUMNS);
+	fc_vput(pg, fc_zigzag((int64_t)(ts - *prev_ts)));
 	*prev_ts = ts;
-	vput(pg, cw >> FC_FLAGS_SHIFT);
+	fc_vput(pg, cw >> FC_FLAGS_SHIFT);
 	if (cw & FC_MISSED_STORED)
-		vput(pg, fc_get(frame + pos + hdr + commit, fc->long_size));
-	vput(pg, entries);
-	vput(pg, commit - off);
+		fc_vput(pg, fc_get(frame + pos + hdr + commit, fc->long_size));
+	fc_vput(pg, entries);
+	fc_vput(pg, commit - off);
 	return buf_append(&fc->s[FC_S_RAW], frame + pos + hdr + off, commit - off);
 }
 
@@ -332,241 +331,6 @@ static ssize_t walk_frame(struct frame_columns *fc, const uint8_t *frame, size_t
 	return (ssize_t)(len - pos);
 }
 
-/* ---- columns ---- */
-
-/*
- * Choosing a column's transform costs about as much as encoding it; the
- * best one changes slowly with the load, so it is chosen again only every
- * so many frames (and for a new format, and after a format changes).
- */
-#define FC_CHOOSE_EVERY 16
-
-static uint64_t hash_key(uint64_t v)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdULL;
-	v ^= v >> 33;
-	return v;
-}
-
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ n;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return hash_key(h);
-}
-
-/* A fresh dictionary for up to n values. Returns 0 or -ENOMEM. */
-static int dict_start(struct frame_columns *fc, size_t n)
-{
-	if (fc->nr_slots < 2 * n) {
-		size_t cap = fc->nr_slots ? fc->nr_slots : 1024;
-
-		while (cap < 2 * n)
-			cap *= 2;
-		free(fc->slots);
-		fc->slots = calloc(cap, sizeof(*fc->slots));
-		fc->nr_slots = fc->slots ? cap : 0;
-		fc->stamp = 0;
-		if (!fc->slots)
-			return -ENOMEM;
-	}
-	if (++fc->stamp == 0) {
-		memset(fc->slots, 0, fc->nr_slots * sizeof(*fc->slots));
-		fc->stamp = 1;
-	}
-	return 0;
-}
-
-/*
- * Look value v up (a blob when p != NULL: len bytes at frame offset off,
- * key its hash); insert it with index *next if absent. Returns its index.
- */
-static uint32_t dict_find(struct frame_columns *fc, uint64_t key, const uint8_t *frame,
-			  uint32_t off, uint32_t len, bool blob, uint32_t *next)
-{
-	size_t mask = fc->nr_slots - 1, i = hash_key(key) & mask;
-
-	for (;; i = (i + 1) & mask) {
-		struct fc_slot *s = &fc->slots[i];
-
-		if (s->stamp != fc->stamp) {
-			*s = (struct fc_slot){ key, fc->stamp, (*next)++, off, len };
-			return s->idx;
-		}
-		if (s->key == key &&
-		    (!blob || (s->len == len && !memcmp(frame + s->off, frame + off, len))))
-			return s->idx;
-	}
-}
-
-struct col_ref {
-	const uint8_t *frame;
-	const uint8_t *ev;	/* (offset, length) pairs */
-	size_t n;
-	unsigned int offset, size;	/* size 0: the tail, from offset to the payload's end */
-	bool blob, sgn;
-};
-
-static inline void col_value(const struct col_ref *c, size_t i, uint32_t *off, uint32_t *len)
-{
-	uint32_t po = get_le32(c->ev + 8 * i), pl = get_le32(c->ev + 8 * i + 4);
-
-	*off = po + c->offset;
-	*len = c->size ? c->size : pl - c->offset;
-}
-
-static inline uint64_t int_literal(const struct col_ref *c, uint64_t v)
-{
-	return c->sgn ? fc_zigzag(fc_sext(v, c->size)) : v;
-}
-
-/* The transform that makes column c smallest, by the bytes it would take. */
-static int choose(struct frame_columns *fc, const struct col_ref *c, uint8_t *ret)
-{
-	uint64_t raw = 0, var = 0, delta = 0, dict = 0, prev = 0;
-	uint32_t next = 0;
-	int r;
-
-	r = dict_start(fc, c->n);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < c->n; i++) {
-		uint32_t off, len, idx, before;
-		uint64_t v;
-
-		col_value(c, i, &off, &len);
-		raw += len;
-		before = next;
-		if (c->blob) {
-			idx = dict_find(fc, hash_bytes(c->frame + off, len), c->frame, off, len, true, &next);
-			dict += fc_varint_len(idx) + (next != before ? len : 0);
-			continue;
-		}
-		v = fc_get(c->frame + off, c->size);
-		var += fc_varint_len(int_literal(c, v));
-		delta += fc_varint_len(fc_zigzag(fc_sext(v - prev, c->size)));
-		prev = v;
-		idx = dict_find(fc, v, c->frame, 0, 0, false, &next);
-		dict += fc_varint_len(idx) + (next != before ? fc_varint_len(int_literal(c, v)) : 0);
-	}
-	*ret = FC_T_RAW;
-	if (!c->blob && var < raw)
-		*ret = FC_T_VARINT;
-	if (!c->blob && delta < MIN(raw, var))
-		*ret = FC_T_DELTA;
-	if (dict < MIN(raw, c->blob ? raw : MIN(var, delta)))
-		*ret = FC_T_DICT;
-	return 0;
-}
-
-/* Append column c with transform t to fc->cols. Returns 0 or -ENOMEM. */
-static int encode_column(struct frame_columns *fc, const struct col_ref *c, uint8_t t)
-{
-	struct buf *o = &fc->cols;
-	uint64_t prev = 0;
-	uint32_t next = 0;
-	int r;
-
-	if (t == FC_T_DICT) {
-		r = dict_start(fc, c->n);
-		if (r < 0)
-			return r;
-	}
-	for (size_t i = 0; i < c->n; i++) {
-		uint32_t off, len, idx, before;
-		uint64_t v;
-
-		col_value(c, i, &off, &len);
-		if (room(o, 20 + (size_t)len) < 0)
-			return -ENOMEM;
-		if (t == FC_T_RAW) {
-			memcpy(o->data + o->len, c->frame + off, len);
-			o->len += len;
-			continue;
-		}
-		v = c->blob ? hash_bytes(c->frame + off, len) : fc_get(c->frame + off, c->size);
-		switch (t) {
-		case FC_T_VARINT:
-			vput(o, int_literal(c, v));
-			break;
-		case FC_T_DELTA:
-			vput(o, fc_zigzag(fc_sext(v - prev, c->size)));
-			prev = v;
-			break;
-		default:
-			before = next;
-			idx = dict_find(fc, v, c->frame, off, len, c->blob, &next);
-			vput(o, idx);
-			if (next == before)
-				break;
-			if (c->blob) {
-				memcpy(o->data + o->len, c->frame + off, len);
-				o->len += len;
-			} else {
-				vput(o, int_literal(c, v));
-			}
-			break;
-		}
-	}
-	return 0;
-}
-
-/* Columns of frame type k, and their entries in the type table. */
-static int encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned int k)
-{
-	const struct fc_ftype *ft = &fc->types[k];
-	struct fc_format *f = ft->fmt;
-	bool again = !f->chosen || fc->frame_no - f->chosen >= FC_CHOOSE_EVERY;
-	struct col_ref c = { frame, ft->ev.data, ft->ev.len / 8, 0, 0, false, false };
-	struct buf *tb = &fc->table;
-	uint8_t t;
-	int r;
-
-	if (room(tb, 30 + 12 * (size_t)f->nr) < 0)
-		return -ENOMEM;
-	vput(tb, ft->id);
-	vput(tb, f->fixed);
-	vput(tb, f->nr);
-	for (unsigned int i = 0; i <= f->nr; i++) {
-		size_t start = fc->cols.len;
-
-		if (i < f->nr) {
-			c.offset = f->cols[i].offset;
-			c.size = f->cols[i].size;
-			c.blob = f->cols[i].blob;
-			c.sgn = f->cols[i].flags & FC_F_SIGNED;
-		} else {
-			c.offset = f->fixed;
-			c.size = 0;
-			c.blob = true;
-			c.sgn = false;
-		}
-		if (again) {
-			r = choose(fc, &c, &f->t[i]);
-			if (r < 0)
-				return r;
-		}
-		t = f->t[i];
-		r = encode_column(fc, &c, t);
-		if (r < 0)
-			return r;
-		if (i < f->nr) {
-			vput(tb, c.size);
-			tb->data[tb->len++] = f->cols[i].flags;
-		}
-		tb->data[tb->len++] = t;
-		r = buf_append_u32(&fc->lens, (uint32_t)(fc->cols.len - start));
-		if (r < 0)
-			return r;
-	}
-	if (again)
-		f->chosen = fc->frame_no;
-	return 0;
-}
-
 static void frame_reset(struct frame_columns *fc)
 {
 	for (unsigned int i = 0; i < fc->nr_types; i++)
@@ -577,6 +341,8 @@ static void frame_reset(struct frame_columns *fc)
 	buf_reset(&fc->cols);
 	buf_reset(&fc->lens);
 	buf_reset(&fc->table);
+	buf_reset(&fc->kinds);
+	buf_reset(&fc->ents);
 	memset(&fc->stats, 0, sizeof(fc->stats));
 }
 
@@ -584,7 +350,7 @@ int frame_columns_encode(struct frame_columns *fc, const void *frame, size_t len
 			 struct buf *out)
 {
 	uint64_t pages = 0;
-	size_t nr_streams;
+	size_t nr_streams, start = out->len;
 	ssize_t tail;
 	int r;
 
@@ -596,31 +362,80 @@ int frame_columns_encode(struct frame_columns *fc, const void *frame, size_t len
 	if (tail < 0)
 		return (int)tail;
 	for (unsigned int k = 0; k < fc->nr_types; k++) {
-		r = encode_type(fc, frame, k);
+		r = fc_choose_template(fc, frame, k);
+		if (r < 0)
+			return r;
+	}
+	r = fc_encode_templates(fc, frame);
+	if (r < 0)
+		return r;
+	for (unsigned int k = 0; k < fc->nr_types; k++) {
+		r = fc_encode_type(fc, frame, k);
 		if (r < 0)
 			return r;
 	}
 	nr_streams = FC_S_FIXED + fc->lens.len / 4;
-	r = room(out, 2 + 10 * 5 + fc->table.len + 10 * nr_streams);
+	r = fc_room(out, 2 + 10 * 5 + fc->table.len + 10 * nr_streams);
 	if (r < 0)
 		return r;
 	out->data[out->len++] = FRAME_COLUMNS_VERSION;
 	out->data[out->len++] = (uint8_t)fc->long_size;
-	vput(out, len);
-	vput(out, pages);
-	vput(out, (uint64_t)tail);
-	vput(out, fc->nr_types);
+	fc_vput(out, len);
+	fc_vput(out, pages);
+	fc_vput(out, (uint64_t)tail);
+	fc_vput(out, fc->nr_types);
 	memcpy(out->data + out->len, fc->table.data, fc->table.len);
 	out->len += fc->table.len;
-	vput(out, nr_streams);
+	fc_vput(out, nr_streams);
 	for (size_t i = 0; i < FC_S_FIXED; i++)
-		vput(out, fc->s[i].len);
+		fc_vput(out, fc->s[i].len);
 	for (size_t i = 0; i < fc->lens.len / 4; i++)
-		vput(out, get_le32(fc->lens.data + 4 * i));
+		fc_vput(out, get_le32(fc->lens.data + 4 * i));
+	fc->head_len = out->len - start;
 	for (size_t i = 0; i < FC_S_FIXED; i++) {
 		r = buf_append(out, fc->s[i].data, fc->s[i].len);
 		if (r < 0)
 			return r;
 	}
 	return buf_append(out, fc->cols.data, fc->cols.len);
+}
+
+int frame_columns_get_stream(const struct frame_columns *fc, size_t i,
+			     struct frame_columns_stream *ret)
+{
+	static const char *const names[FC_S_FIXED] = { "page", "code", "delta", "len", "raw", "tval" };
+	struct frame_columns_stream st = { .start = fc->head_len };
+	size_t j = 0;
+
+	if (i < FC_S_FIXED) {
+		for (; j < i; j++)
+			st.start += fc->s[j].len;
+		st.name = names[i];
+		st.len = fc->s[i].len;
+		*ret = st;
+		return 0;
+	}
+	for (j = 0; j < FC_S_FIXED; j++)
+		st.start += fc->s[j].len;
+	i -= FC_S_FIXED;
+	if (i >= fc->lens.len / 4)
+		return -ENOENT;
+	for (j = 0; j < i; j++)
+		st.start += get_le32(fc->lens.data + 4 * j);
+	st.len = get_le32(fc->lens.data + 4 * i);
+	for (unsigned int k = 0; k < fc->nr_types; k++) {
+		const struct fc_format *f = fc->types[k].fmt;
+
+		if (i > f->nr) {
+			i -= f->nr + 1u;
+			continue;
+		}
+		st.id = fc->types[k].id;
+		st.offset = i < f->nr ? f->cols[i].offset : f->fixed;
+		st.size = i < f->nr ? f->cols[i].size : 0;
+		st.transform = f->t[i];
+		break;
+	}
+	*ret = st;
+	return 0;
 }

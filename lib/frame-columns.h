@@ -29,7 +29,7 @@
 #include "buf.h"
 #include "util.h"
 
-#define FRAME_COLUMNS_VERSION 1
+#define FRAME_COLUMNS_VERSION 2
 #define FRAME_COLUMNS_MAX_FIELDS 64	/* columns per event type, gaps included */
 #define FRAME_COLUMNS_MAX_TYPES 253	/* event types with columns in one frame */
 
@@ -47,6 +47,15 @@ struct frame_columns_stats {
 	uint64_t entries;		/* entries in column pages */
 	uint64_t raw_entries;		/* of which stored as they are */
 	uint64_t tail_bytes;		/* bytes after the last whole page, stored as they are */
+};
+
+/* One stream of the last encoding (for measurements). */
+struct frame_columns_stream {
+	const char *name;	/* a fixed stream's name; NULL for a column */
+	uint16_t id;		/* a column's event id */
+	uint16_t offset, size;	/* where the column is in the payload; size 0: the tail */
+	uint8_t transform;	/* the column's transform, as in doc/segment-format.md */
+	size_t start, len;	/* where the stream is in what the encoding appended */
 };
 
 struct frame_columns;
@@ -88,6 +97,13 @@ int frame_columns_encode(struct frame_columns *fc, const void *frame, size_t len
 
 /* Statistics of the last frame_columns_encode(). */
 void frame_columns_get_stats(const struct frame_columns *fc, struct frame_columns_stats *ret);
+
+/*
+ * Stream i (0-based) of the last frame_columns_encode(). Returns 0, or
+ * -ENOENT if there are not that many.
+ */
+int frame_columns_get_stream(const struct frame_columns *fc, size_t i,
+			     struct frame_columns_stream *ret);
 
 /*
  * Append the frame encoded in enc (len bytes, borrowed; untrusted) to out.
