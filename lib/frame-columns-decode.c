@@ -24,7 +24,8 @@ struct dcol {
 
 struct dtype {
 	uint16_t id, fixed;
-	size_t first, nr;	/* its columns (the tail is first + nr) */
+	size_t first, nr;	/* its columns (the tail is first + nr, then the time streams) */
+	uint8_t time;		/* time transform */
 };
 
 /* A template: its first event holds its template columns' bytes. */
@@ -96,7 +97,7 @@ static int parse_types(struct frame_columns *fc, struct dstate *d, struct fc_in 
 		t->fixed = (uint16_t)fixed;
 		t->first = fc->dcols.len / sizeof(struct dcol);
 		t->nr = (size_t)nr;
-		r = buf_reserve(&fc->dcols, (nr + 1) * sizeof(struct dcol));
+		r = buf_reserve(&fc->dcols, (nr + 1 + FC_TIME_STREAMS) * sizeof(struct dcol));
 		if (r < 0)
 			return r;
 		for (unsigned int i = 0; i <= nr; i++) {
@@ -127,6 +128,13 @@ static int parse_types(struct frame_columns *fc, struct dstate *d, struct fc_in 
 			c->t = *b;
 			fc->dcols.len += sizeof(*c);
 		}
+		const uint8_t *tt = fc_get_bytes(in, 1);
+
+		if (!tt || *tt > FC_TIME_TEMPLATE)
+			return BAD;
+		t->time = *tt;
+		memset(fc->dcols.data + fc->dcols.len, 0, FC_TIME_STREAMS * sizeof(struct dcol));
+		fc->dcols.len += FC_TIME_STREAMS * sizeof(struct dcol);
 	}
 	d->nr_types = (unsigned int)nr_types;
 	d->cols = (struct dcol *)(void *)fc->dcols.data;
@@ -276,6 +284,30 @@ static int template_value(struct dstate *d, const struct dtpl *t, const struct d
 	return 0;
 }
 
+/* The time delta of an event of template t, from its type's time streams. */
+static int time_delta(struct dstate *d, const struct dtype *ty, const struct dtpl *t, uint64_t *ret)
+{
+	struct dcol *lo = &d->cols[ty->first + ty->nr + 1], *hi = lo + 1;
+	const uint8_t *b = fc_get_bytes(&lo->in, 1);
+	uint64_t v, base = 0;
+	int64_t delta;
+
+	if (!b || get_v(&hi->in, UINT64_MAX >> 8, &v) < 0)
+		return BAD;
+	v = v << 8 | *b;
+	if (ty->time == FC_TIME_PLAIN) {
+		delta = (int64_t)v;
+	} else {
+		if (t->last != SIZE_MAX)
+			base = get_le32(d->start + t->last - (t->type_len ? 4 : 8)) >> 5;
+		delta = (int64_t)base + fc_unzigzag(v);
+	}
+	if (delta < 0 || delta >= (1 << 27))
+		return BAD;
+	*ret = (uint64_t)delta;
+	return 0;
+}
+
 /* One event of template t: its header, then its payload from the template and the columns. */
 static int decode_event(struct dstate *d, struct dtpl *t, bool new)
 {
@@ -285,8 +317,7 @@ static int decode_event(struct dstate *d, struct dtpl *t, bool new)
 	uint32_t hdr;
 	int r;
 
-	if (get_v(&d->s[FC_S_DELTA], (1u << 27) - 1, &delta) < 0 ||
-	    !fits(d, 4 + (t->type_len ? 0 : 4) + dlen))
+	if (time_delta(d, ty, t, &delta) < 0 || !fits(d, 4 + (t->type_len ? 0 : 4) + dlen))
 		return BAD;
 	hdr = (uint32_t)(delta << 5 | t->type_len);
 	memcpy(d->out, &hdr, 4);

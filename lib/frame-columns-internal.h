@@ -57,6 +57,15 @@ enum {
 	FC_T_MAX
 };
 
+/*
+ * Time transforms: an event's time delta, or the zigzag of its difference
+ * to the delta of the previous event of its template, split into a low
+ * byte and a varint of the rest, in two streams of the event's type.
+ */
+#define FC_TIME_PLAIN 0
+#define FC_TIME_TEMPLATE 1
+#define FC_TIME_STREAMS 2	/* after the tail: low bytes, high parts */
+
 /* Field flags in the type table. */
 #define FC_F_SIGNED 0x1
 
@@ -193,6 +202,7 @@ struct fc_format {
 	struct fc_range rng[FRAME_COLUMNS_MAX_FIELDS];	/* template columns, adjacent ones merged */
 	uint8_t nr_rng;
 	bool tail_tpl;		/* the tail is part of the template */
+	uint8_t time;		/* time transform: FC_TIME_* */
 	uint64_t chosen;	/* frame number of that choice, 0: never */
 };
 
@@ -200,6 +210,7 @@ struct fc_format {
 struct fc_ent {
 	uint32_t off, dlen;	/* payload offset in the frame, payload length */
 	uint32_t arr;		/* array[0] if type_len is 0 */
+	uint32_t delta;		/* its time delta */
 	uint32_t prev;		/* payload offset of the previous event of its template, or UINT32_MAX */
 	uint8_t k, type_len;
 };

@@ -305,6 +305,57 @@ int fc_choose_template(struct frame_columns *fc, const uint8_t *frame, unsigned 
 	return 0;
 }
 
+static inline unsigned int bit_len(uint64_t v)
+{
+	return v ? 64 - (unsigned int)__builtin_clzll(v) : 0;
+}
+
+/* What an event's time delta is coded as under time transform t. */
+static inline uint64_t time_value(const struct col_ref *c, const struct fc_ent *e, uint8_t t)
+{
+	uint32_t base;
+
+	if (t == FC_TIME_PLAIN)
+		return e->delta;
+	base = e->prev == UINT32_MAX ? 0 : get_le32(c->frame + e->prev - (e->type_len ? 4 : 8)) >> 5;
+	return fc_zigzag((int64_t)e->delta - (int64_t)base);
+}
+
+/* The time streams of type c: the transform that takes fewer bits, if due, then the streams. */
+static int encode_time(struct frame_columns *fc, const struct col_ref *c, struct fc_format *f,
+		       bool again)
+{
+	struct buf *o = &fc->cols;
+	size_t start = o->len;
+	int r;
+
+	if (again) {
+		uint64_t bits[2] = { 0, 0 };
+
+		for (size_t i = 0; i < c->n; i++) {
+			const struct fc_ent *e = col_ent(c, i);
+
+			bits[0] += bit_len(time_value(c, e, FC_TIME_PLAIN));
+			bits[1] += bit_len(time_value(c, e, FC_TIME_TEMPLATE));
+		}
+		f->time = bits[1] < bits[0] ? FC_TIME_TEMPLATE : FC_TIME_PLAIN;
+	}
+	if (fc_room(o, c->n) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n; i++)
+		o->data[o->len++] = (uint8_t)time_value(c, col_ent(c, i), f->time);
+	r = buf_append_u32(&fc->lens, (uint32_t)(o->len - start));
+	if (r < 0)
+		return r;
+	start = o->len;
+	for (size_t i = 0; i < c->n; i++) {
+		if (fc_room(o, 10) < 0)
+			return -ENOMEM;
+		fc_vput(o, time_value(c, col_ent(c, i), f->time) >> 8);
+	}
+	return buf_append_u32(&fc->lens, (uint32_t)(o->len - start));
+}
+
 /* Columns of frame type k, and their entries in the type table. */
 int fc_encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned int k)
 {
@@ -316,7 +367,7 @@ int fc_encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned int 
 	struct buf *tb = &fc->table;
 	int r;
 
-	if (fc_room(tb, 30 + 12 * (size_t)f->nr) < 0)
+	if (fc_room(tb, 31 + 12 * (size_t)f->nr) < 0)
 		return -ENOMEM;
 	fc_vput(tb, ft->id);
 	fc_vput(tb, f->fixed);
@@ -342,6 +393,10 @@ int fc_encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned int 
 		if (r < 0)
 			return r;
 	}
+	r = encode_time(fc, &c, f, again);
+	if (r < 0)
+		return r;
+	tb->data[tb->len++] = f->time;
 	if (again)
 		f->chosen = fc->frame_no;
 	return 0;

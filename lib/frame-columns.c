@@ -225,13 +225,13 @@ static int walk_entry(struct frame_columns *fc, const uint8_t *frame, size_t pos
 		struct buf *ev = &fc->types[kind - FC_K_EVENT].ev;
 		struct fc_ent *en;
 
-		fc_vput(&fc->s[FC_S_DELTA], hdr >> 5);
 		if (fc_room(ev, 4) < 0 || fc_room(&fc->ents, sizeof(*en)) < 0)
 			return -ENOMEM;
 		put_le32(ev->data + ev->len, (uint32_t)(fc->ents.len / sizeof(*en)));
 		ev->len += 4;
 		en = (struct fc_ent *)(void *)(fc->ents.data + fc->ents.len);
-		*en = (struct fc_ent){ (uint32_t)(pos + total - dlen), (uint32_t)dlen, arr, UINT32_MAX,
+		*en = (struct fc_ent){ (uint32_t)(pos + total - dlen), (uint32_t)dlen, arr, hdr >> 5,
+				       UINT32_MAX,
 				       (uint8_t)(kind - FC_K_EVENT), (uint8_t)type_len };
 		fc->ents.len += sizeof(*en);
 	}
@@ -404,7 +404,7 @@ int frame_columns_get_stream(const struct frame_columns *fc, size_t i,
 			     struct frame_columns_stream *ret)
 {
 	static const char *const names[FC_S_FIXED] = { "page", "code", "delta", "len", "raw", "tval" };
-	struct frame_columns_stream st = { .start = fc->head_len };
+	struct frame_columns_stream st = { .start = fc->head_len, .column = -1 };
 	size_t j = 0;
 
 	if (i < FC_S_FIXED) {
@@ -426,11 +426,16 @@ int frame_columns_get_stream(const struct frame_columns *fc, size_t i,
 	for (unsigned int k = 0; k < fc->nr_types; k++) {
 		const struct fc_format *f = fc->types[k].fmt;
 
-		if (i > f->nr) {
-			i -= f->nr + 1u;
+		if (i > f->nr + (size_t)FC_TIME_STREAMS) {
+			i -= f->nr + 1u + FC_TIME_STREAMS;
 			continue;
 		}
 		st.id = fc->types[k].id;
+		st.column = (int)i;
+		if (i > f->nr) {
+			st.transform = f->time;
+			break;
+		}
 		st.offset = i < f->nr ? f->cols[i].offset : f->fixed;
 		st.size = i < f->nr ? f->cols[i].size : 0;
 		st.transform = f->t[i];

@@ -52,9 +52,11 @@ struct frame_columns_stats {
 /* One stream of the last encoding (for measurements). */
 struct frame_columns_stream {
 	const char *name;	/* a fixed stream's name; NULL for a column */
+	int column;		/* -1: a fixed stream; else the stream's index in its event's
+				 * streams: columns, tail, time low bytes, time high parts */
 	uint16_t id;		/* a column's event id */
 	uint16_t offset, size;	/* where the column is in the payload; size 0: the tail */
-	uint8_t transform;	/* the column's transform, as in doc/segment-format.md */
+	uint8_t transform;	/* the column's or time's transform, as in doc/segment-format.md */
 	size_t start, len;	/* where the stream is in what the encoding appended */
 };
 
