@@ -31,18 +31,29 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
 	return h ^ (h >> 29);
 }
 
-static uint64_t hash_more(uint64_t h, const uint8_t *p, size_t n)
+/*
+ * Hash n bytes at p into h. The last partial word is read as the 8 bytes
+ * that end at p + n, which may start up to 7 bytes before p: callers hash
+ * payload bytes only, and every payload follows a page and an event header.
+ */
+static inline uint64_t hash_more(uint64_t h, const uint8_t *p, size_t n)
 {
-	uint64_t v;
+	uint64_t a, b;
 
-	for (; n >= 8; p += 8, n -= 8) {
-		memcpy(&v, p, 8);
-		h = mix(h, v);
+	for (; n >= 16; p += 16, n -= 16) {
+		memcpy(&a, p, 8);
+		memcpy(&b, p + 8, 8);
+		h = mix(h, a ^ (b << 23 | b >> 41));
+	}
+	if (n >= 8) {
+		memcpy(&a, p, 8);
+		h = mix(h, a);
+		p += 8;
+		n -= 8;
 	}
 	if (n) {
-		v = 0;
-		memcpy(&v, p, n);
-		h = mix(h, v ^ (uint64_t)n << 59);
+		memcpy(&a, p + n - 8, 8);
+		h = mix(h, a >> (64 - 8 * n) ^ (uint64_t)n << 59);
 	}
 	return h;
 }
