@@ -221,6 +221,60 @@ static void test_synthetic(void)
 	buf_done(&frame);
 }
 
+/*
+ * Frames of many events from a few code paths, as a real load makes them:
+ * fields that repeat as whole tuples go into templates, pointers near the
+ * previous one of the same path become small deltas, and all of it comes
+ * back bit for bit, frame after frame, across choices of transforms.
+ */
+static void test_templates(void)
+{
+	static struct page p;
+	_cleanup_(buf_done) struct buf frame = { 0 }, enc = { 0 };
+	struct frame_columns_stream st;
+	size_t total = 0, streams = 0, enc_len = 0;
+	bool ptr_tdelta = false, site_template = false;
+
+	for (unsigned int f = 0; f < 3 * 16 + 1; f++) {
+		buf_reset(&frame);
+		for (unsigned int pg = 0; pg < 8; pg++) {
+			for (unsigned int i = 0; i < 50; i++) {
+				unsigned int n = f * 400 + pg * 50 + i;
+
+				put_event(&p, KMEM_ID, (n % 3) * 4 + (n / 7) % 2 * 24 + n / 1000 * 96,
+					  n % 17 == 0);
+				/* each path allocates from its own cache, objects near each other */
+				memcpy(p.b + 16 + p.len - 64 + 16,
+				       &(uint64_t){ 0xffff888000000000ULL + (uint64_t)(n % 3) * 0x10000000 +
+						    64 * (n / 3) + 8 * ((n * 2654435761u >> 20) % 8) }, 8);
+				/* the tail (a string) independent of the other template fields */
+				memset(p.b + 16 + p.len - 3, 'a' + (int)(n / 5 % 2), 2);
+			}
+			finish(&p, &frame, 1000000ULL * (f * 8 + pg), 0, false);
+		}
+		enc_len = round_trip("template frames", frame.data, frame.len);
+	}
+	buf_reset(&enc);
+	CHECK(frame_columns_encode(fc, frame.data, frame.len, &enc) == 0);
+	for (size_t i = 0; frame_columns_get_stream(fc, i, &st) == 0; i++) {
+		CHECK_MSG(st.start + st.len <= enc.len, "stream %zu at %zu+%zu of %zu", i, st.start, st.len,
+			  enc.len);
+		CHECK_MSG(st.start == (i ? total : st.start), "stream %zu starts at %zu, not %zu", i,
+			  st.start, total);
+		total = st.start + st.len;
+		streams++;
+		if (st.name)
+			continue;
+		CHECK(st.id == KMEM_ID);
+		ptr_tdelta |= st.offset == 16 && st.transform == 4;	/* TDELTA */
+		site_template |= st.offset == 8 && st.transform == 5;	/* TEMPLATE */
+	}
+	CHECK_MSG(total == enc.len && streams > 6, "%zu streams end at %zu of %zu", streams, total, enc.len);
+	CHECK(ptr_tdelta && site_template);
+	/* uncompressed, an event takes a few bytes rather than 68 */
+	CHECK_MSG(enc_len * 6 < frame.len, "encoded %zu of %zu bytes", enc_len, frame.len);
+}
+
 /* Damaged encodings: refused, or decoded within bounds. */
 static void test_damage(const struct buf *frame)
 {
@@ -273,6 +327,7 @@ int main(void)
 
 	test_real_pages(&frame);
 	test_synthetic();
+	test_templates();
 	test_damage(&frame);
 
 	buf_done(&frame);
