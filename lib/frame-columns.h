@@ -3,10 +3,13 @@
  * Column encoding of frames (doc/segment-format.md, "Column-encoded
  * frames"): a reversible transform of a frame, the compacted ring-buffer
  * pages of one CPU that a PAGES record carries, into streams that compress
- * far better than the pages: page headers, entry kinds, time deltas and
- * lengths, and each field of each event type as a column of its own, coded
- * as raw bytes, varints, deltas or indexes into a per-frame dictionary,
- * whichever is smallest for that column in that frame. Decoding restores
+ * far better than the pages: page headers; per entry a code that names
+ * the event's template (the tuple of its low-entropy fields, such as call
+ * site, sizes, flags, pid and stack reference, kept once per frame);
+ * per event type its time deltas and each other field as a column of its
+ * own, coded as raw bytes, varints, deltas (to the previous value, or to
+ * the previous value in the same template) or dictionary indexes,
+ * whichever is smallest. Decoding restores
  * the frame bit for bit. Whatever the encoder does not understand (an event
  * id without a format, odd lengths, a damaged page) is stored verbatim.
  *
