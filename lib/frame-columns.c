@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Column encoder (frame-columns.h): event layouts, the page walk that
+ * splits a frame into streams, and the per-column choice of transform.
+ *
+ * The walk follows the kernel's page format (see daemon/transcode.c): a
+ * 32-bit event header with type_len in the low 5 bits and time_delta in
+ * the high 27, type_len 0 with the length in array[0], 29 padding, 30 time
+ * extend, 31 absolute timestamp. Every byte of a page goes to exactly one
+ * stream, and the decoder rebuilds them in the same order, so any page the
+ * walk accepts comes back bit for bit; what it does not accept is stored
+ * verbatim. Field values are read as little-endian integers: the encoding
+ * is only used for little-endian traces, on little-endian hosts.
+ */
+#include <stdlib.h>
+
+#include "frame-columns-internal.h"
+
+struct frame_columns *frame_columns_new(unsigned int long_size)
+{
+	struct frame_columns *fc;
+
+	if (long_size != 4 && long_size != 8)
+		return NULL;
+	fc = calloc(1, sizeof(*fc));
+	if (!fc)
+		return NULL;
+	fc->long_size = long_size;
+	fc->fmt = calloc(FC_NR_IDS, sizeof(*fc->fmt));
+	fc->ftype_of = calloc(FC_NR_IDS, 1);
+	if (!fc->fmt || !fc->ftype_of)
+		return frame_columns_free(fc);
+	return fc;
+}
+
+struct frame_columns *frame_columns_free(struct frame_columns *fc)
+{
+	if (!fc)
+		return NULL;
+	if (fc->fmt)
+		for (size_t i = 0; i < FC_NR_IDS; i++)
+			free(fc->fmt[i]);
+	free(fc->fmt);
+	free(fc->ftype_of);
+	for (size_t i = 0; i < FRAME_COLUMNS_MAX_TYPES; i++)
+		buf_done(&fc->types[i].ev);
+	for (size_t i = 0; i < FC_S_FIXED; i++)
+		buf_done(&fc->s[i]);
+	buf_done(&fc->cols);
+	buf_done(&fc->lens);
+	buf_done(&fc->table);
+	buf_done(&fc->dcols);
+	buf_done(&fc->dict);
+	buf_done(&fc->dtpls);
+	buf_done(&fc->kinds);
+	buf_done(&fc->ents);
+	buf_done(&fc->tpls);
+	free(fc->tslots);
+	free(fc->slots);
+	free(fc);
+	return NULL;
+}
+
+static int cmp_field(const void *a, const void *b)
+{
+	const struct frame_columns_field *x = a, *y = b;
+
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static void add_column(struct fc_format *f, unsigned int offset, unsigned int size, bool sgn)
+{
+	struct fc_column *c = &f->cols[f->nr++];
+
+	c->offset = (uint16_t)offset;
+	c->size = (uint16_t)size;
+	c->blob = !(size == 1 || size == 2 || size == 4 || size == 8);
+	c->flags = sgn && !c->blob ? FC_F_SIGNED : 0;
+}
+
+int frame_columns_add_event(struct frame_columns *fc, uint16_t id,
+			    const struct frame_columns_field *fields, size_t n)
+{
+	_cleanup_free_ struct frame_columns_field *sorted = NULL;
+	_cleanup_free_ struct fc_format *f = NULL;
+	unsigned int pos = 2;
+
+	sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	f = calloc(1, sizeof(*f));
+	if (!sorted || !f)
+		return -ENOMEM;
+	if (n)
+		memcpy(sorted, fields, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_field);
+	for (size_t i = 0; i < n; i++) {
+		unsigned int off = sorted[i].offset, size = sorted[i].size;
+
+		/* common_type is the entry's type; overlaps are already covered */
+		if (size == 0 || off < pos || off + size > UINT16_MAX)
+			continue;
+		if (f->nr + (off > pos) + 1 > FRAME_COLUMNS_MAX_FIELDS)
+			return -EINVAL;
+		if (off > pos)
+			add_column(f, pos, off - pos, false);
+		add_column(f, off, size, sorted[i].is_signed);
+		pos = off + size;
+	}
+	f->fixed = (uint16_t)pos;
+	free(fc->fmt[id]);
+	fc->fmt[id] = steal_ptr(f);
+	return 0;
+}
+
+int frame_columns_add_format(struct frame_columns *fc, const char *text)
+{
+	struct frame_columns_field fields[FRAME_COLUMNS_MAX_FIELDS];
+	const char *p;
+	size_t n = 0;
+	unsigned int id;
+	int r;
+
+	p = strncmp(text, "ID: ", 4) == 0 ? text : strstr(text, "\nID: ");
+	if (!p || sscanf(p + (*p == '\n'), "ID: %u", &id) != 1 || id >= FC_NR_IDS)
+		return -EINVAL;
+	for (p = strstr(text, "field:"); p; p = strstr(p + 6, "field:")) {
+		unsigned int off, size, sgn;
+		const char *q = strstr(p, "offset:");
+		const char *eol = strchr(p, '\n');
+
+		if (!q || (eol && q > eol) || sscanf(q, "offset:%u;\tsize:%u;\tsigned:%u;", &off, &size, &sgn) != 3)
+			continue;
+		if (off > UINT16_MAX || size > UINT16_MAX)
+			continue;
+		if (n == FRAME_COLUMNS_MAX_FIELDS)
+			return -EINVAL;
+		fields[n++] = (struct frame_columns_field){ (uint16_t)off, (uint16_t)size, sgn != 0 };
+	}
+	if (n == 0)
+		return -EINVAL;
+	r = frame_columns_add_event(fc, (uint16_t)id, fields, n);
+	return r < 0 ? r : (int)id;
+}
+
+void frame_columns_get_stats(const struct frame_columns *fc, struct frame_columns_stats *ret)
+{
+	*ret = fc->stats;
+}
+
+/* ---- the walk ---- */
+
+/* Frame type of event id (with a format), or -1: unknown, or the frame has too many types. */
+static int frame_type(struct frame_columns *fc, uint16_t id)
+{
+	struct fc_ftype *t;
+
+	if (fc->ftype_of[id])
+		return fc->ftype_of[id] - 1;
+	if (!fc->fmt[id] || fc->nr_types == FRAME_COLUMNS_MAX_TYPES)
+		return -1;
+	t = &fc->types[fc->nr_types];
+	t->fmt = fc->fmt[id];
+	t->id = id;
+	buf_reset(&t->ev);
+	fc->ftype_of[id] = (uint8_t)++fc->nr_types;
+	return fc->nr_types - 1;
+}
+
+/*
+ * One entry at data + off (avail bytes up to the commit length). Returns its
+ * length (> 0), 0 if the page ends here (what is left is the page's tail),
+ * -EPROTO if it runs past the commit length, -ENOMEM.
+ */
+static int walk_entry(struct frame_columns *fc, const uint8_t *frame, size_t pos, size_t avail)
+{
+	const uint8_t *e = frame + pos;
+	uint32_t hdr, arr = 0;
+	unsigned int type_len;
+	size_t total, dlen = 0;
+	uint8_t kind = FC_K_RAW;
+	int k;
+
+	if (avail < 4)
+		return 0;
+	memcpy(&hdr, e, 4);
+	type_len = hdr & 31;
+	if (type_len == 0 || type_len >= FC_TYPE_PADDING) {
+		if (avail < 8)
+			return type_len == FC_TYPE_PADDING && !(hdr >> 5) ? 0 : -EPROTO;
+		memcpy(&arr, e + 4, 4);
+	}
+	if (type_len == FC_TYPE_PADDING && !(hdr >> 5))
+		return 0;
+	if (type_len == FC_TYPE_PADDING)
+		total = 4 + (size_t)arr;
+	else if (type_len >= FC_TYPE_TIME_EXTEND)
+		total = 8;
+	else if (type_len == 0)
+		total = 4 + (((size_t)arr + 3) & ~(size_t)3);
+	else
+		total = 4 + (size_t)type_len * 4;
+	if (total > avail || total > INT32_MAX)
+		return -EPROTO;
+
+	if (type_len >= FC_TYPE_TIME_EXTEND) {
+		kind = type_len == FC_TYPE_TIME_EXTEND ? FC_K_EXTEND : FC_K_STAMP;
+	} else if (type_len != FC_TYPE_PADDING && (type_len || (arr >= 6 && !(arr & 3)))) {
+		dlen = type_len ? total - 4 : arr - 4;
+		k = frame_type(fc, (uint16_t)fc_get(e + total - dlen, 2));
+		if (k >= 0 && dlen >= fc->types[k].fmt->fixed)
+			kind = (uint8_t)(FC_K_EVENT + k);
+	}
+
+	if (fc_room(&fc->kinds, 1) < 0 || fc_room(&fc->s[FC_S_DELTA], 10) < 0 ||
+	    fc_room(&fc->s[FC_S_LEN], 10) < 0)
+		return -ENOMEM;
+	fc->kinds.data[fc->kinds.len++] = kind;
+	if (kind == FC_K_RAW) {
+		fc->stats.raw_entries++;
+		fc_vput(&fc->s[FC_S_LEN], total);
+		if (buf_append(&fc->s[FC_S_RAW], e, total) < 0)
+			return -ENOMEM;
+	} else if (kind < FC_K_EVENT) {
+		fc_vput(&fc->s[FC_S_DELTA], (uint64_t)arr << 27 | hdr >> 5);
+	} else {
+		struct buf *ev = &fc->types[kind - FC_K_EVENT].ev;
+		struct fc_ent *en;
+
+		if (fc_room(ev, 4) < 0 || fc_room(&fc->ents, sizeof(*en)) < 0)
+			return -ENOMEM;
+		put_le32(ev->data + ev->len, (uint32_t)(fc->ents.len / sizeof(*en)));
+		ev->len += 4;
+		en = (struct fc_ent *)(void *)(fc->ents.data + fc->ents.len);
+		*en = (struct fc_ent){ (uint32_t)(pos + total - dlen), (uint32_t)dlen, arr, hdr >> 5,
+				       UINT32_MAX,
+				       (uint8_t)(kind - FC_K_EVENT), (uint8_t)type_len };
+		fc->ents.len += sizeof(*en);
+	}
+	fc->stats.entries++;
+	return (int)total;
+}
+
+/* Undo the streams to the given lengths (a page that turned out not to walk). */
+static void truncate_streams(struct frame_columns *fc, const size_t *lens, const size_t *evlens)
+{
+	for (size_t i = 0; i < FC_S_FIXED; i++)
+		fc->s[i].len = lens[i];
+	fc->kinds.len = lens[FC_S_FIXED];
+	fc->ents.len = lens[FC_S_FIXED + 1];
+	for (size_t i = 0; i < fc->nr_types; i++)
+		fc->types[i].ev.len = evlens[i];
+}
+
+/* One whole page of plen bytes at frame + pos, commit word cw. Returns 0 or -ENOMEM. */
+static int encode_page(struct frame_columns *fc, const uint8_t *frame, size_t pos, size_t plen,
+		       uint64_t cw, uint64_t *prev_ts)
+{
+	size_t hdr = 8 + fc->long_size, commit = (size_t)(cw & FC_COMMIT_MASK), off = 0;
+	size_t lens[FC_S_FIXED + 2], evlens[FRAME_COLUMNS_MAX_TYPES];
+	struct buf *pg = &fc->s[FC_S_PAGE];
+	uint64_t ts = fc_get(frame + pos, 8), entries = 0, saved_entries = fc->stats.entries;
+	uint64_t saved_raw = fc->stats.raw_entries;
+	unsigned int saved_types = fc->nr_types;
+	int n;
+
+	for (size_t i = 0; i < FC_S_FIXED; i++)
+		lens[i] = fc->s[i].len;
+	lens[FC_S_FIXED] = fc->kinds.len;
+	lens[FC_S_FIXED + 1] = fc->ents.len;
+	for (size_t i = 0; i < fc->nr_types; i++)
+		evlens[i] = fc->types[i].ev.len;
+	while ((n = walk_entry(fc, frame, pos + hdr + off, commit - off)) > 0) {
+		off += (size_t)n;
+		entries++;
+	}
+	if (n == -ENOMEM)
+		return n;
+	if (fc_room(pg, 60) < 0)
+		return -ENOMEM;
+	if (n < 0) {
+		/* damaged: store the page as it is */
+		truncate_streams(fc, lens, evlens);
+		for (size_t i = saved_types; i < fc->nr_types; i++)
+			fc->ftype_of[fc->types[i].id] = 0;
+		fc->nr_types = saved_types;
+		fc->stats.entries = saved_entries;
+		fc->stats.raw_entries = saved_raw;
+		fc->stats.verbatim_pages++;
+		fc_vput(pg, FC_PAGE_VERBATIM);
+		fc_vput(pg, plen);
+		return buf_append(&fc->s[FC_S_RAW], frame + pos, plen);
+	}
+	fc->stats.pages++;
+	fc_vput(pg, FC_PAGE_COLUMNS);
+	fc_vput(pg, fc_zigzag((int64_t)(ts - *prev_ts)));
+	*prev_ts = ts;
+	fc_vput(pg, cw >> FC_FLAGS_SHIFT);
+	if (cw & FC_MISSED_STORED)
+		fc_vput(pg, fc_get(frame + pos + hdr + commit, fc->long_size));
+	fc_vput(pg, entries);
+	fc_vput(pg, commit - off);
+	return buf_append(&fc->s[FC_S_RAW], frame + pos + hdr + off, commit - off);
+}
+
+/* Split the frame into pages and walk them. Returns the length of the frame's tail, or -ENOMEM. */
+static ssize_t walk_frame(struct frame_columns *fc, const uint8_t *frame, size_t len,
+			  uint64_t *ret_pages)
+{
+	size_t pos = 0, hdr = 8 + fc->long_size;
+	uint64_t prev_ts = 0, pages = 0;
+	int r;
+
+	while (len - pos >= hdr) {
+		uint64_t cw = fc_get(frame + pos + 8, fc->long_size);
+		size_t plen = hdr + (size_t)(cw & FC_COMMIT_MASK);
+
+		if (cw & FC_MISSED_STORED)
+			plen += fc->long_size;
+		/* bits 20-29 are never set in a page we can read (segment_page_len()) */
+		if ((cw >> FC_FLAGS_SHIFT) & 0x3ff || plen > len - pos)
+			break;
+		r = encode_page(fc, frame, pos, plen, cw, &prev_ts);
+		if (r < 0)
+			return r;
+		pos += plen;
+		pages++;
+	}
+	fc->stats.tail_bytes = len - pos;
+	if (buf_append(&fc->s[FC_S_RAW], frame + pos, len - pos) < 0)
+		return -ENOMEM;
+	*ret_pages = pages;
+	return (ssize_t)(len - pos);
+}
+
+static void frame_reset(struct frame_columns *fc)
+{
+	for (unsigned int i = 0; i < fc->nr_types; i++)
+		fc->ftype_of[fc->types[i].id] = 0;
+	fc->nr_types = 0;
+	for (size_t i = 0; i < FC_S_FIXED; i++)
+		buf_reset(&fc->s[i]);
+	buf_reset(&fc->cols);
+	buf_reset(&fc->lens);
+	buf_reset(&fc->table);
+	buf_reset(&fc->kinds);
+	buf_reset(&fc->ents);
+	memset(&fc->stats, 0, sizeof(fc->stats));
+}
+
+int frame_columns_encode(struct frame_columns *fc, const void *frame, size_t len,
+			 struct buf *out)
+{
+	uint64_t pages = 0;
+	size_t nr_streams, start = out->len;
+	ssize_t tail;
+	int r;
+
+	if (len > INT32_MAX)
+		return -EFBIG;
+	frame_reset(fc);
+	fc->frame_no++;
+	tail = walk_frame(fc, frame, len, &pages);
+	if (tail < 0)
+		return (int)tail;
+	for (unsigned int k = 0; k < fc->nr_types; k++) {
+		r = fc_choose_template(fc, frame, k);
+		if (r < 0)
+			return r;
+	}
+	r = fc_encode_templates(fc, frame);
+	if (r < 0)
+		return r;
+	for (unsigned int k = 0; k < fc->nr_types; k++) {
+		r = fc_encode_type(fc, frame, k);
+		if (r < 0)
+			return r;
+	}
+	nr_streams = FC_S_FIXED + fc->lens.len / 4;
+	r = fc_room(out, 2 + 10 * 5 + fc->table.len + 10 * nr_streams);
+	if (r < 0)
+		return r;
+	out->data[out->len++] = FRAME_COLUMNS_VERSION;
+	out->data[out->len++] = (uint8_t)fc->long_size;
+	fc_vput(out, len);
+	fc_vput(out, pages);
+	fc_vput(out, (uint64_t)tail);
+	fc_vput(out, fc->nr_types);
+	memcpy(out->data + out->len, fc->table.data, fc->table.len);
+	out->len += fc->table.len;
+	fc_vput(out, nr_streams);
+	for (size_t i = 0; i < FC_S_FIXED; i++)
+		fc_vput(out, fc->s[i].len);
+	for (size_t i = 0; i < fc->lens.len / 4; i++)
+		fc_vput(out, get_le32(fc->lens.data + 4 * i));
+	fc->head_len = out->len - start;
+	for (size_t i = 0; i < FC_S_FIXED; i++) {
+		r = buf_append(out, fc->s[i].data, fc->s[i].len);
+		if (r < 0)
+			return r;
+	}
+	return buf_append(out, fc->cols.data, fc->cols.len);
+}
+
+int frame_columns_get_stream(const struct frame_columns *fc, size_t i,
+			     struct frame_columns_stream *ret)
+{
+	static const char *const names[FC_S_FIXED] = { "page", "code", "delta", "len", "raw", "tval" };
+	struct frame_columns_stream st = { .start = fc->head_len, .column = -1 };
+	size_t j = 0;
+
+	if (i < FC_S_FIXED) {
+		for (; j < i; j++)
+			st.start += fc->s[j].len;
+		st.name = names[i];
+		st.len = fc->s[i].len;
+		*ret = st;
+		return 0;
+	}
+	for (j = 0; j < FC_S_FIXED; j++)
+		st.start += fc->s[j].len;
+	i -= FC_S_FIXED;
+	if (i >= fc->lens.len / 4)
+		return -ENOENT;
+	for (j = 0; j < i; j++)
+		st.start += get_le32(fc->lens.data + 4 * j);
+	st.len = get_le32(fc->lens.data + 4 * i);
+	for (unsigned int k = 0; k < fc->nr_types; k++) {
+		const struct fc_format *f = fc->types[k].fmt;
+
+		if (i > f->nr + (size_t)FC_TIME_STREAMS) {
+			i -= f->nr + 1u + FC_TIME_STREAMS;
+			continue;
+		}
+		st.id = fc->types[k].id;
+		st.column = (int)i;
+		if (i > f->nr) {
+			st.transform = f->time;
+			break;
+		}
+		st.offset = i < f->nr ? f->cols[i].offset : f->fixed;
+		st.size = i < f->nr ? f->cols[i].size : 0;
+		st.transform = f->t[i];
+		break;
+	}
+	*ret = st;
+	return 0;
+}
