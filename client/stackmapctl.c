@@ -2,6 +2,7 @@
 /* stackmapctl: control a running stackmapd and read its archives offline. */
 #include <getopt.h>
 
+#include "commands-export.h"
 #include "commands.h"
 #include "log.h"
 
@@ -22,6 +23,9 @@ static const struct {
 	{ "verify", cmd_verify, "[--json] SEGMENT...", "check segments; exit 0 when all are intact" },
 	{ "stacks", cmd_stacks, "[--json] SEGMENT...", "print the stack table" },
 	{ "folded", cmd_folded, "[--event NAME] SEGMENT...", "folded stacks for flame graphs" },
+	{ "top", cmd_top, "[--sort KEY] SEGMENT...", "hottest stacks per event type" },
+	{ "flamegraph", cmd_flamegraph, "-o FILE.svg SEGMENT...", "interactive flame graph (SVG)" },
+	{ "export", cmd_export, "--format F -o OUT SEG...", "write pprof or CSV" },
 	{ "boot-cmdline", cmd_boot_cmdline, "[-c FILE]", "kernel arguments that start the same capture at boot" },
 };
 

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Decoded events to samples (sample-source.h). The kernel writes a stack
+ * right after its event on the same CPU, so each CPU keeps its last event
+ * pending (copied: the decoder's pointers last one step) until the next
+ * event of that CPU shows whether a stack belongs to it.
+ */
+#include <string.h>
+
+#include <event-parse.h>
+
+#include "decode.h"
+#include "log.h"
+#include "progress.h"
+#include "sample-source.h"
+#include "util.h"
+
+#define MAX_FRAMES 512
+
+struct pending {
+	bool set;
+	const struct tep_event *event;	/* to match the stack's owner; not dereferenced */
+	char name[64], system[64], comm[32];
+	struct sample s;
+};
+
+struct source {
+	const struct sample_source_options *o;
+	int (*fn)(const struct sample *s, void *userdata);
+	void *userdata;
+	struct pending *cpus;
+	size_t nr_cpus;
+	struct sample_frame frames[MAX_FRAMES];
+	char text[MAX_FRAMES][128];	/* symbol names of TEXT stack entries */
+};
+
+static bool wanted(const struct source *src, const struct pending *p)
+{
+	const char *f = src->o->event, *colon;
+
+	if (!f)
+		return true;
+	colon = strchr(f, ':');
+	if (!colon)
+		return streq(p->name, f);
+	return strlen(p->system) == (size_t)(colon - f) && !strncmp(p->system, f, colon - f) &&
+	       streq(p->name, colon + 1);
+}
+
+/* Hand the pending event of a CPU on, with frames[0..nr) as its stack. */
+static int flush(struct source *src, struct pending *p, size_t nr)
+{
+	int r = 0;
+
+	if (!p->set)
+		return 0;
+	p->set = false;
+	if (!wanted(src, p))
+		return 0;
+	p->s.nr_frames = nr;
+	p->s.frames = nr ? src->frames : NULL;
+	r = src->fn(&p->s, src->userdata);
+	return r < 0 ? r : 0;
+}
+
+static size_t stack_frames(struct source *src, const struct decoded_event *ev)
+{
+	size_t nr = MIN((size_t)ev->nr, (size_t)MAX_FRAMES);
+
+	if (!ev->resolved) {
+		src->frames[0] = (struct sample_frame){ 0, "[unresolved]" };
+		return 1;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		struct sample_frame *f = &src->frames[i];
+
+		if (ev->text) {
+			const char *t = ev->frames[i];
+			size_t len = strcspn(t, "+ ");
+
+			if (!len || t[0] == '[')
+				len = strlen(t);
+			(void)snprintf(src->text[i], sizeof(src->text[i]), "%.*s", (int)len, t);
+			*f = (struct sample_frame){ 0, src->text[i] };
+			continue;
+		}
+		f->addr = ev->ips[i];
+		f->sym = tep_find_function(ev->tep, f->addr);
+		if (!f->sym && f->addr == DECODE_FTRACE_TRAMPOLINE)
+			f->sym = "[FTRACE TRAMPOLINE]";
+	}
+	return nr;
+}
+
+static int on_event(struct source *src, const struct decoded_event *ev)
+{
+	struct pending *p;
+	int pid;
+
+	if (ev->cpu >= src->nr_cpus) {
+		size_t n = MAX((size_t)ev->cpu + 1, src->nr_cpus * 2);
+		struct pending *a = reallocarray(src->cpus, n, sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		memset(a + src->nr_cpus, 0, (n - src->nr_cpus) * sizeof(*a));
+		src->cpus = a;
+		src->nr_cpus = n;
+	}
+	p = &src->cpus[ev->cpu];
+	if (ev->is_stack) {
+		if (p->set && ev->owner && ev->owner == p->event && streq(ev->owner->name, p->name))
+			return flush(src, p, stack_frames(src, ev));
+		return 0;	/* a stack whose event was not seen (lost) */
+	}
+	if (flush(src, p, 0) < 0)
+		return -ECANCELED;
+	pid = tep_data_pid(ev->tep, ev->record);
+	p->set = true;
+	p->event = ev->event;
+	(void)snprintf(p->name, sizeof(p->name), "%s", ev->event ? ev->event->name : "[unknown]");
+	(void)snprintf(p->system, sizeof(p->system), "%s", ev->event ? ev->event->system : "");
+	(void)snprintf(p->comm, sizeof(p->comm), "%s", tep_data_comm_from_pid(ev->tep, pid));
+	p->s = (struct sample){ .event = p->name, .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
+				.comm = p->comm };
+	return 0;
+}
+
+static size_t segment_index(char **paths, int n, const char *seg, size_t last)
+{
+	for (size_t i = last; i < (size_t)n; i++)
+		if (streq(paths[i], seg))
+			return i;
+	return last;
+}
+
+int sample_source_run(char **paths, int n, const struct sample_source_options *o,
+		      int (*fn)(const struct sample *s, void *userdata), void *userdata)
+{
+	struct source src = { .o = o, .fn = fn, .userdata = userdata };
+	struct decoder *d = NULL;
+	struct decoded_event ev;
+	struct progress bar;
+	bool damaged = false;
+	size_t seg = 0;
+	int r;
+
+	r = decoder_open((const char *const *)paths, (size_t)n, &d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot decode");
+		return -1;
+	}
+	progress_init(&bar, STDERR_FILENO, o->progress_label ?: "", o->progress_label ? n : 0);
+	for (;;) {
+		r = decoder_next(d, &ev);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			damaged = true;
+			log_err("%s", decoder_error(d) ?: strerror(-r));
+			if (r == -ENOMEM)
+				break;
+			continue;
+		}
+		seg = segment_index(paths, n, ev.segment, seg);
+		progress_update(&bar, seg);
+		r = on_event(&src, &ev);
+		if (r < 0) {
+			if (r != -ECANCELED)
+				log_errno(LOG_ERR, r, "cannot read the events");
+			damaged = true;
+			break;
+		}
+	}
+	for (size_t i = 0; !damaged && i < src.nr_cpus; i++)
+		if (flush(&src, &src.cpus[i], 0) < 0)
+			damaged = true;
+	progress_done(&bar);
+	free(src.cpus);
+	decoder_free(d);
+	return damaged ? 1 : 0;
+}

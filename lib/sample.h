@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The sample: one event as the exporters (flame graph, pprof, CSV, top)
+ * see it, independent of how it was decoded: event name, time, CPU, task
+ * and its kernel stack as addresses with their symbols. Producers fill it
+ * from the decoder (or, in tests, from a table); consumers copy what they
+ * keep, so every pointer in a sample is borrowed for the call it is passed to.
+ */
+#ifndef STACKMAPD_SAMPLE_H
+#define STACKMAPD_SAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One stack frame. */
+struct sample_frame {
+	uint64_t addr;
+	const char *sym;		/* function name without offset, or NULL: unknown */
+};
+
+/* One decoded field of the event, as text. */
+struct sample_field {
+	const char *name;
+	const char *value;
+};
+
+struct sample {
+	const char *event;		/* event name ("kmalloc"), never NULL */
+	uint64_t ts;			/* trace clock, nanoseconds */
+	unsigned int cpu;
+	int pid;
+	const char *comm;		/* NULL: unknown */
+	size_t nr_frames;		/* 0: the event has no stack */
+	const struct sample_frame *frames; /* innermost first */
+	size_t nr_fields;
+	const struct sample_field *fields;
+};
+
+/*
+ * The name a frame is shown under: its symbol, or its address as
+ * "0xffffffff81234567" in buf (at least 19 bytes) when it has none.
+ * Returns sym or buf.
+ */
+const char *sample_frame_name(const struct sample_frame *f, char *buf, size_t len);
+
+#define SAMPLE_FRAME_NAME_MAX 24
+
+#endif
