@@ -26,6 +26,7 @@
 
 #include "buf.h"
 #include "frame-columns.h"
+#include "page-walk.h"
 #include "segment.h"
 #include "util.h"
 
@@ -209,8 +210,8 @@ static int load_segment(const char *path, struct frames *f, struct frame_columns
 		if ((int)rec.cpu >= ncpu_max)
 			continue;
 		for (size_t off = 0; off < rec.len;) {
-			int n = segment_page_len(rec.data + off, rec.len - off, f->long_size, false,
-						 f->page_size);
+			struct page_format pf = { .long_size = f->long_size, .page_size = f->page_size };
+			int n = page_walk_stored_len(&pf, rec.data + off, rec.len - off);
 
 			if (n <= 0)
 				break;
