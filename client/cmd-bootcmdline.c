@@ -72,8 +72,11 @@ int cmd_boot_cmdline(int argc, char **argv)
 		log_errno(LOG_ERR, r, "cannot set up the configuration");
 		return 1;
 	}
-	/* No tracing dir: the arguments are usually made for another boot, maybe another kernel. */
-	r = config_load(&c, path, NULL, &error);
+	/*
+	 * Not checked against tracefs: the arguments are usually made for
+	 * another boot, maybe another kernel.
+	 */
+	r = config_load(&c, path, &error);
 	if (r >= 0)
 		r = config_check(&c, &error);
 	if (r < 0) {

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "config-check.h"
 #include "ctl.h"
 #include "log.h"
 #include "notify.h"
@@ -61,15 +62,20 @@ static const char *tracing_dir_for_checks(void)
 	return stat(TRACEFS_DEFAULT "/events", &st) == 0 ? TRACEFS_DEFAULT : NULL;
 }
 
-/* Parse and check the config into *c. Returns 0 or -EINVAL with *ret_error set. */
+/*
+ * Parse and check the config into *c: the file's own rules, then what the
+ * running kernel can tell (when tracefs is mounted). --check, startup and
+ * reload all come here. Returns 0 or -EINVAL with *ret_error set.
+ */
 static int load_config(struct daemon *d, struct config *c, char **ret_error)
 {
+	const char *tracing_dir = tracing_dir_for_checks();
 	int r;
 
 	r = config_init(c);
 	if (r < 0)
 		return r;
-	r = config_load(c, d->config_path, tracing_dir_for_checks(), ret_error);
+	r = config_load(c, d->config_path, ret_error);
 	if (r < 0)
 		return r;
 	if (d->directory_override) {
@@ -80,7 +86,10 @@ static int load_config(struct daemon *d, struct config *c, char **ret_error)
 		free(c->directory);
 		c->directory = dir;
 	}
-	return config_check(c, ret_error);
+	r = config_check(c, ret_error);
+	if (r < 0 || !tracing_dir)
+		return r;
+	return config_check_tracefs(c, tracing_dir, NULL, ret_error);
 }
 
 static int on_hook_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
