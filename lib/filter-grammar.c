@@ -68,10 +68,57 @@ static bool is_ident(char ch, bool first)
 	return isalpha((unsigned char)ch) || ch == '_' || (!first && isdigit((unsigned char)ch));
 }
 
+/* A decimal or hex number, maybe negative, at p. */
+static int lex_number(struct lexer *l, const char *p)
+{
+	const char *q = p + (*p == '-');
+
+	if (q[0] == '0' && (q[1] == 'x' || q[1] == 'X') && isxdigit((unsigned char)q[2])) {
+		for (q += 2; isxdigit((unsigned char)*q); q++)
+			;
+	} else {
+		while (isdigit((unsigned char)*q))
+			q++;
+	}
+	if (is_ident(*q, false)) {
+		while (is_ident(*q, false))
+			q++;
+		return lex_fail(l, "'%.*s' is not a number", (int)(q - p), p);
+	}
+	l->tok = TOK_NUMBER;
+	l->len = (int)(q - p);
+	return 0;
+}
+
+/* A field name (maybe with a ".suffix"), or a cpumask value CPUS{0-3,8}, at p. */
+static int lex_word(struct lexer *l, const char *p)
+{
+	const char *q = p;
+
+	while (is_ident(*q, false))
+		q++;
+	if (q - p == 4 && startswith(p, "CPUS") && *q == '{') {
+		const char *end = strchr(q, '}');
+
+		if (!end)
+			return lex_fail(l, "missing '}' in %s", p);
+		l->tok = TOK_CPUS;
+		l->len = (int)(end - p + 1);
+		return 0;
+	}
+	if (*q == '.' && is_ident(q[1], true))
+		for (q++; is_ident(*q, false); q++)
+			;
+	l->tok = TOK_FIELD;
+	l->len = (int)(q - p);
+	return 0;
+}
+
 static int lex_next(struct lexer *l)
 {
 	const char *p = l->p;
 	static const char *const two[] = { "&&", "||", "==", "!=", "<=", ">=" };
+	int r;
 
 	while (*p == ' ' || *p == '\t')
 		p++;
@@ -118,48 +165,14 @@ static int lex_next(struct lexer *l)
 	default:
 		break;
 	}
-	if (isdigit((unsigned char)*p) || (*p == '-' && isdigit((unsigned char)p[1]))) {
-		const char *q = p + (*p == '-');
-
-		if (q[0] == '0' && (q[1] == 'x' || q[1] == 'X') && isxdigit((unsigned char)q[2])) {
-			for (q += 2; isxdigit((unsigned char)*q); q++)
-				;
-		} else {
-			while (isdigit((unsigned char)*q))
-				q++;
-		}
-		if (is_ident(*q, false)) {
-			while (is_ident(*q, false))
-				q++;
-			return lex_fail(l, "'%.*s' is not a number", (int)(q - p), p);
-		}
-		l->tok = TOK_NUMBER;
-		l->len = (int)(q - p);
-		goto done;
-	}
-	if (is_ident(*p, true)) {
-		const char *q = p;
-
-		while (is_ident(*q, false))
-			q++;
-		if (q - p == 4 && startswith(p, "CPUS") && *q == '{') {
-			/* A cpumask value: CPUS{0-3,8} */
-			const char *end = strchr(q, '}');
-
-			if (!end)
-				return lex_fail(l, "missing '}' in %s", p);
-			l->tok = TOK_CPUS;
-			l->len = (int)(end - p + 1);
-			goto done;
-		}
-		if (*q == '.' && is_ident(q[1], true))
-			for (q++; is_ident(*q, false); q++)
-				;
-		l->tok = TOK_FIELD;
-		l->len = (int)(q - p);
-		goto done;
-	}
-	return lex_fail(l, "unexpected '%c' in '%s'", *p, p);
+	if (isdigit((unsigned char)*p) || (*p == '-' && isdigit((unsigned char)p[1])))
+		r = lex_number(l, p);
+	else if (is_ident(*p, true))
+		r = lex_word(l, p);
+	else
+		r = lex_fail(l, "unexpected '%c' in '%s'", *p, p);
+	if (r < 0)
+		return r;
 done:
 	l->p = p + l->len;
 	return 0;
