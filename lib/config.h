@@ -106,10 +106,10 @@ void config_done(struct config *c);
  * the file ("PATH: KEY: ..." for a default value, "PATH:LINE: ..." for a
  * line that is not "key = value"). *c is left in an unspecified state on
  * error (config_done() still works): parse into a fresh struct. Nothing
- * is checked against the running kernel (see config_check_tracefs() in
- * the daemon); filters are checked for their structure only. c->path and
- * c->text get the name and the file's content, c->key_lines the line of
- * each key. stackmap = auto becomes CONFIG_STACKMAP_OFF with a named
+ * is checked against the running kernel (the daemon does that, see its
+ * config-check.h); filters are checked for their structure only. c->path
+ * and c->text get the name and the file's content, c->key_lines the line
+ * of each key. stackmap = auto becomes CONFIG_STACKMAP_OFF with a named
  * instance (only the top level has one).
  */
 int config_load(struct config *c, const char *path, char **ret_error);
