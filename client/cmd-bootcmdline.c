@@ -35,6 +35,30 @@ static void note_limits(const struct config *c)
 				c->events[i].system, c->events[i].name);
 }
 
+/* Say why config_boot_cmdline() returned r; the exit status. */
+static int explain_error(int r, const char *path, const struct config *c)
+{
+	switch (r) {
+	case -EINVAL:
+		log_err("%s: boot capture needs the top-level instance (instance = '%s'): the "
+			"kernel starts boot-time events in the top-level buffer only", path,
+			c->instance);
+		return CONFIG_EXIT_INVALID;
+	case -ENOTUNIQ:
+		log_err("%s: trace_trigger= names events without their system, and two events in "
+			"trace.events have the same name but not the same trace.stacktrace setting",
+			path);
+		return CONFIG_EXIT_INVALID;
+	case -E2BIG:
+		log_err("%s: the kernel takes at most 32 trace_trigger= entries: list fewer events "
+			"in trace.stacktrace, or use stacktrace = all", path);
+		return CONFIG_EXIT_INVALID;
+	default:
+		(void)log_errno(LOG_ERR, r, "cannot make the command line");
+		return 1;
+	}
+}
+
 int cmd_boot_cmdline(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -72,8 +96,11 @@ int cmd_boot_cmdline(int argc, char **argv)
 		log_errno(LOG_ERR, r, "cannot set up the configuration");
 		return 1;
 	}
-	/* No tracing dir: the arguments are usually made for another boot, maybe another kernel. */
-	r = config_load(&c, path, NULL, &error);
+	/*
+	 * Not checked against tracefs: the arguments are usually made for
+	 * another boot, maybe another kernel.
+	 */
+	r = config_load(&c, path, &error);
 	if (r >= 0)
 		r = config_check(&c, &error);
 	if (r < 0) {
@@ -86,26 +113,8 @@ int cmd_boot_cmdline(int argc, char **argv)
 	}
 
 	r = config_boot_cmdline(&c, &line);
-	switch (r) {
-	case 0:
-		break;
-	case -EINVAL:
-		log_err("%s: boot capture needs the top-level instance (instance = '%s'): the "
-			"kernel starts boot-time events in the top-level buffer only", path,
-			c.instance);
-		goto out;
-	case -ENOTUNIQ:
-		log_err("%s: trace_trigger= names events without their system, and two events in "
-			"trace.events have the same name but not the same trace.stacktrace setting",
-			path);
-		goto out;
-	case -E2BIG:
-		log_err("%s: the kernel takes at most 32 trace_trigger= entries: list fewer events "
-			"in trace.stacktrace, or use stacktrace = all", path);
-		goto out;
-	default:
-		(void)log_errno(LOG_ERR, r, "cannot make the command line");
-		ret = 1;
+	if (r < 0) {
+		ret = explain_error(r, path, &c);
 		goto out;
 	}
 	note_limits(&c);

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "config-check.h"
 #include "ctl.h"
 #include "hook.h"
 #include "log.h"
@@ -58,15 +59,20 @@ static const char *tracing_dir_for_checks(void)
 	return stat(TRACEFS_DEFAULT "/events", &st) == 0 ? TRACEFS_DEFAULT : NULL;
 }
 
-/* Parse and check the config into *c. Returns 0 or -EINVAL with *ret_error set. */
+/*
+ * Parse and check the config into *c: the file's own rules, then what the
+ * running kernel can tell (when tracefs is mounted). --check, startup and
+ * reload all come here. Returns 0 or -EINVAL with *ret_error set.
+ */
 static int load_config(struct daemon *d, struct config *c, char **ret_error)
 {
+	const char *tracing_dir = tracing_dir_for_checks();
 	int r;
 
 	r = config_init(c);
 	if (r < 0)
 		return r;
-	r = config_load(c, d->config_path, tracing_dir_for_checks(), ret_error);
+	r = config_load(c, d->config_path, ret_error);
 	if (r < 0)
 		return r;
 	if (d->directory_override) {
@@ -77,7 +83,10 @@ static int load_config(struct daemon *d, struct config *c, char **ret_error)
 		free(c->directory);
 		c->directory = dir;
 	}
-	return config_check(c, ret_error);
+	r = config_check(c, ret_error);
+	if (r < 0 || !tracing_dir)
+		return r;
+	return config_check_tracefs(c, tracing_dir, NULL, ret_error);
 }
 
 /* Run the configured hook with the finished segment's path; never blocks recording. */

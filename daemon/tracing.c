@@ -1,56 +1,35 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Our tracefs instance: find (or mount) tracefs or use a given tree,
+ * create or adopt the instance the config names, its CPUs and their
+ * statistics, the checks before anything changes (config-check.c),
+ * markers, tracing_on, and putting everything back on exit through the
+ * undo log. libtracefs errors are converted to -errno here so the rest of
+ * the daemon sees one convention. Setup is in tracing-setup.c, the files
+ * for segments in tracing-files.c.
+ */
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <tracefs.h>
 
-#include "buf.h"
 #include "config.h"
+#include "config-check.h"
 #include "log.h"
-#include "tracing.h"
+#include "tracing-internal.h"
 #include "util.h"
 
 #define TRACEFS_MOUNT_POINT "/sys/kernel/tracing"
 #define CPU_POSSIBLE_PATH "/sys/devices/system/cpu/possible"
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
-/*
- * One change we made: writing value to path puts back what was there
- * before. Trigger files are written without O_TRUNC: a truncating open of
- * a trigger file removes every hist trigger on the event, including ones
- * that are not ours.
- */
-struct undo {
-	char *path;
-	char *value;
-	bool truncate;
-};
 
-struct tracing {
-	const struct config *config;	/* borrowed from the caller */
-	char *dir;			/* top-level tracefs directory */
-	char *instance_dir;
-	char *name;			/* "" for the top level */
-	struct tracefs_instance *instance;
-	bool given_dir;			/* dir passed in: plain files, no mount */
-	bool created;			/* we created the instance: remove it at exit */
-	int nr_cpus;
-	int marker_fd;
-
-	struct undo *undo;
-	size_t n_undo;
-	size_t cap_undo;
-};
-
-
-static int pathf(char buf[static PATH_MAX], const char *fmt, ...) _printf_(2, 3);
-static int pathf(char buf[static PATH_MAX], const char *fmt, ...)
+int tracing_pathf(char buf[static PATH_MAX], const char *fmt, ...) _printf_(2, 3);
+int tracing_pathf(char buf[static PATH_MAX], const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -63,142 +42,11 @@ static int pathf(char buf[static PATH_MAX], const char *fmt, ...)
 	return 0;
 }
 
-static bool exists(const char *path)
+bool tracing_exists(const char *path)
 {
 	return access(path, F_OK) == 0;
 }
 
-/* Read a small tracefs file without its trailing newline. */
-static int read_value(const char *path, char **ret)
-{
-	char *s;
-	size_t len;
-	int r;
-
-	r = read_file(path, &s, &len);
-	if (r < 0)
-		return r;
-	while (len > 0 && isspace((unsigned char)s[len - 1]))
-		s[--len] = '\0';
-	*ret = s;
-	return 0;
-}
-
-static int write_value(const char *path, const char *value, bool truncate)
-{
-	_cleanup_close_ int fd = -1;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
-	if (fd < 0)
-		return -errno;
-	return write_all(fd, value, strlen(value));
-}
-
-static void undo_entry_free(struct undo *u)
-{
-	free(u->path);
-	free(u->value);
-}
-
-static int undo_push(struct tracing *t, const char *path, const char *value, bool truncate)
-{
-	struct undo u = { .truncate = truncate };
-
-	if (t->n_undo == t->cap_undo) {
-		size_t cap = t->cap_undo ? t->cap_undo * 2 : 32;
-		struct undo *n = reallocarray(t->undo, cap, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		t->undo = n;
-		t->cap_undo = cap;
-	}
-	u.path = strdup(path);
-	u.value = strdup(value);
-	if (!u.path || !u.value) {
-		undo_entry_free(&u);
-		return -ENOMEM;
-	}
-	t->undo[t->n_undo++] = u;
-	return 0;
-}
-
-/* Put back everything recorded after mark, newest first. */
-static void undo_to(struct tracing *t, size_t mark)
-{
-	while (t->n_undo > mark) {
-		struct undo *u = &t->undo[--t->n_undo];
-		int r;
-
-		r = write_value(u->path, u->value, u->truncate);
-		if (r < 0)
-			log_errno(LOG_WARNING, r, "cannot restore '%s' to '%s', continuing", u->path,
-				  u->value);
-		undo_entry_free(u);
-	}
-}
-
-static void undo_drop(struct tracing *t)
-{
-	while (t->n_undo > 0)
-		undo_entry_free(&t->undo[--t->n_undo]);
-}
-
-/*
- * Write value and remember old as the value to restore. The undo entry is
- * recorded first so that a change that reached the kernel is never lost.
- */
-static int change(struct tracing *t, const char *path, const char *value, const char *old,
-		  bool truncate)
-{
-	int r;
-
-	r = undo_push(t, path, old, truncate);
-	if (r < 0)
-		return r;
-	r = write_value(path, value, truncate);
-	if (r < 0)
-		undo_entry_free(&t->undo[--t->n_undo]);
-	return r;
-}
-
-/* Set a single-value file (option, enable, tracing_on) unless it already holds value. */
-static int set_value(struct tracing *t, const char *path, const char *value)
-{
-	_cleanup_free_ char *cur = NULL;
-	int r;
-
-	r = read_value(path, &cur);
-	if (r < 0)
-		return r;
-	if (streq(cur, value))
-		return 0;
-	return change(t, path, value, cur, true);
-}
-
-/* Set options/NAME of the instance; options the instance does not have are left alone. */
-static int set_option(struct tracing *t, const char *name, bool on)
-{
-	char path[PATH_MAX];
-	int r;
-
-	r = pathf(path, "%s/options/%s", t->instance_dir, name);
-	if (r < 0)
-		return r;
-	if (!exists(path))
-		return 0;
-	return set_value(t, path, on ? "1" : "0");
-}
-
-static bool option_is_on(const struct tracing *t, const char *name)
-{
-	_cleanup_free_ char *cur = NULL;
-	char path[PATH_MAX];
-
-	if (pathf(path, "%s/options/%s", t->instance_dir, name) < 0)
-		return false;
-	return read_value(path, &cur) >= 0 && streq(cur, "1");
-}
 
 /* Parse a CPU list such as "0-3,5": the highest CPU, and whether cpu is in it. */
 static int cpulist_parse(const char *s, int cpu, bool *ret_has, int *ret_max)
@@ -242,7 +90,7 @@ static int sysfs_cpulist(const char *path, int cpu, bool *ret_has, int *ret_max)
 	_cleanup_free_ char *s = NULL;
 	int r;
 
-	r = read_value(path, &s);
+	r = tracing_read_value(path, &s);
 	if (r < 0)
 		return r;
 	return cpulist_parse(s, cpu, ret_has, ret_max);
@@ -256,7 +104,7 @@ static int count_tree_cpus(const char *instance_dir)
 	DIR *d;
 	int n = 0;
 
-	if (pathf(path, "%s/per_cpu", instance_dir) < 0)
+	if (tracing_pathf(path, "%s/per_cpu", instance_dir) < 0)
 		return 0;
 	d = opendir(path);
 	if (!d)
@@ -294,12 +142,12 @@ static int find_tracefs(char **ret)
 	char path[PATH_MAX];
 	char *s;
 
-	if (d && pathf(path, "%s/trace", d) == 0 && exists(path)) {
+	if (d && tracing_pathf(path, "%s/trace", d) == 0 && tracing_exists(path)) {
 		s = strdup(d);
 	} else {
 		if (mount("nodev", TRACEFS_MOUNT_POINT, "tracefs", 0, NULL) < 0 && errno != EBUSY)
 			return -errno;
-		if (!exists(TRACEFS_MOUNT_POINT "/trace"))
+		if (!tracing_exists(TRACEFS_MOUNT_POINT "/trace"))
 			return -ENOENT;
 		/* Keep libtracefs (instances, tracefs_cpu) on the same directory. */
 		if (tracefs_set_tracing_dir((char *)TRACEFS_MOUNT_POINT) < 0)
@@ -329,7 +177,7 @@ static int open_instance(struct tracing *t)
 		return 0;
 	}
 
-	r = pathf(path, "%s/instances/%s", t->dir, t->name);
+	r = tracing_pathf(path, "%s/instances/%s", t->dir, t->name);
 	if (r < 0)
 		return r;
 	t->instance_dir = strdup(path);
@@ -436,7 +284,7 @@ bool tracing_cpu_online(const struct tracing *t, int cpu)
 		return false;
 	/* A given tree stands for its own machine: a CPU is there if its directory is. */
 	if (t->given_dir)
-		return pathf(path, "%s/per_cpu/cpu%d", t->instance_dir, cpu) == 0 && exists(path);
+		return tracing_pathf(path, "%s/per_cpu/cpu%d", t->instance_dir, cpu) == 0 && tracing_exists(path);
 	if (sysfs_cpulist(CPU_ONLINE_PATH, cpu, &has, NULL) < 0)
 		return cpu == 0;
 	return has;
@@ -446,9 +294,9 @@ bool tracing_has_stackmap(struct tracing *t)
 {
 	char path[PATH_MAX];
 
-	if (pathf(path, "%s/stack_map", t->dir) < 0 || !exists(path))
+	if (tracing_pathf(path, "%s/stack_map", t->dir) < 0 || !tracing_exists(path))
 		return false;
-	return pathf(path, "%s/options/stackmap", t->dir) == 0 && exists(path);
+	return tracing_pathf(path, "%s/options/stackmap", t->dir) == 0 && tracing_exists(path);
 }
 
 int tracing_cpu_stats(struct tracing *t, int cpu, struct tracing_cpu_stats *ret)
@@ -470,7 +318,7 @@ int tracing_cpu_stats(struct tracing *t, int cpu, struct tracing_cpu_stats *ret)
 	char *line, *save = NULL;
 	int r;
 
-	r = pathf(path, "%s/per_cpu/cpu%d/stats", t->instance_dir, cpu);
+	r = tracing_pathf(path, "%s/per_cpu/cpu%d/stats", t->instance_dir, cpu);
 	if (r < 0)
 		return r;
 	r = read_file(path, &text, NULL);
@@ -505,560 +353,12 @@ bool tracing_buffer_has_data(struct tracing *t)
 	return false;
 }
 
-/* Fields every event accepts in a filter besides its own (the kernel's generic fields). */
-static const char *const generic_fields[] = {
-	"CPU", "cpu", "common_cpu", "COMM", "comm", "common_comm",
-};
-
-/*
- * Whether the format declares a field named name[0..len). Field lines read
- * "field:TYPE NAME;" or "field:TYPE NAME[N];" (the type may contain "[]",
- * as in "__data_loc char[] name").
- */
-static bool format_has_field(const char *format, const char *name, size_t len)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(generic_fields); i++)
-		if (strlen(generic_fields[i]) == len && !strncmp(generic_fields[i], name, len))
-			return true;
-
-	for (const char *p = strstr(format, "field:"); p; p = strstr(p, "field:")) {
-		const char *end = strchr(p, ';'), *s;
-
-		if (!end)
-			break;
-		p += strlen("field:");
-		if (end > p && end[-1] == ']')
-			while (end > p && *end != '[')
-				end--;
-		for (s = end; s > p && (isalnum((unsigned char)s[-1]) || s[-1] == '_'); s--)
-			;
-		if ((size_t)(end - s) == len && !strncmp(s, name, len))
-			return true;
-	}
-	return false;
-}
-
-/* A comparison operator of the kernel's filter language starts at p. */
-static bool is_compare_op(const char *p)
-{
-	switch (p[0]) {
-	case '=':
-	case '<':
-	case '>':
-	case '~':
-		return true;
-	case '!':
-		return p[1] == '=' || p[1] == '~';
-	case '&':
-		return p[1] != '&';
-	default:
-		return false;
-	}
-}
-
-static int errorf(char **ret, const char *fmt, ...) _printf_(2, 3);
-static int errorf(char **ret, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(ret, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		*ret = NULL;
-		return -ENOMEM;
-	}
-	return -EINVAL;
-}
-
-/*
- * The kernel checks a filter only when it is written. Catch what a config
- * can get wrong before anything is changed: quotes, parentheses, and
- * names of fields (the identifier left of each comparison). The rest is
- * left to the kernel, which may know syntax we do not.
- */
-static int check_filter(const char *format, const char *filter, char **ret_what)
-{
-	const char *p = filter;
-	bool compares = false;
-	int depth = 0;
-
-	while (*p) {
-		const char *s;
-
-		if (*p == '"' || *p == '\'') {
-			char quote = *p++;
-
-			while (*p && *p != quote)
-				p += p[0] == '\\' && p[1] ? 2 : 1;
-			if (!*p)
-				return errorf(ret_what, "unterminated string");
-			p++;
-		} else if (*p == '(') {
-			depth++;
-			p++;
-		} else if (*p == ')') {
-			if (--depth < 0)
-				return errorf(ret_what, "unbalanced ')'");
-			p++;
-		} else if (isalpha((unsigned char)*p) || *p == '_') {
-			const char *dot, *q;
-
-			for (s = p; isalnum((unsigned char)*p) || *p == '_' || *p == '.'; p++)
-				;
-			for (q = p; isspace((unsigned char)*q); q++)
-				;
-			if (!is_compare_op(q))
-				continue;	/* a value such as a comm name */
-			compares = true;
-			/* "field.function" and similar suffixes name the field before the dot. */
-			dot = memchr(s, '.', (size_t)(p - s));
-			if (!format_has_field(format, s, (size_t)((dot ? dot : p) - s)))
-				return errorf(ret_what, "no field '%.*s'", (int)(p - s), s);
-		} else {
-			p++;
-		}
-	}
-	if (depth > 0)
-		return errorf(ret_what, "unbalanced '('");
-	if (!compares)
-		return errorf(ret_what, "no comparison");
-	return 0;
-}
-
-static bool clock_offered(const char *clocks, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (const char *p = clocks; *p;) {
-		size_t n;
-
-		while (*p == ' ' || *p == '[' || *p == ']')
-			p++;
-		n = strcspn(p, " []\n");
-		if (n == len && !strncmp(p, name, len))
-			return true;
-		p += n;
-		if (*p == '\n')
-			p++;
-	}
-	return false;
-}
-
-static int validate(struct tracing *t, char **ret)
-{
-	const struct config *c = t->config;
-	char path[PATH_MAX];
-	int r;
-
-	r = pathf(path, "%s/events", t->instance_dir);
-	if (r < 0)
-		return r;
-	if (!exists(path))
-		return errorf(ret, "'%s' is not a tracing instance (it has no events/)",
-			      t->instance_dir);
-
-	for (unsigned i = 0; i < c->nr_events; i++) {
-		const struct config_event *ev = &c->events[i];
-		_cleanup_free_ char *format = NULL, *what = NULL;
-
-		r = pathf(path, "%s/events/%s/%s/format", t->dir, ev->system, ev->name);
-		if (r < 0)
-			return r;
-		r = read_file(path, &format, NULL);
-		if (r == -ENOENT)
-			return errorf(ret, "event '%s:%s' does not exist (no '%s')", ev->system,
-				      ev->name, path);
-		if (r < 0)
-			return errorf(ret, "cannot read '%s': %s", path, strerror(-r));
-		if (!ev->filter)
-			continue;
-		r = check_filter(format, ev->filter, &what);
-		if (r == -EINVAL)
-			return errorf(ret, "event '%s:%s': filter '%s': %s", ev->system, ev->name,
-				      ev->filter, what);
-		if (r < 0)
-			return r;
-	}
-
-	if (c->clock && *c->clock) {
-		_cleanup_free_ char *clocks = NULL;
-
-		r = pathf(path, "%s/trace_clock", t->instance_dir);
-		if (r < 0)
-			return r;
-		r = read_value(path, &clocks);
-		if (r < 0)
-			return errorf(ret, "cannot read '%s': %s", path, strerror(-r));
-		if (!clock_offered(clocks, c->clock))
-			return errorf(ret, "clock '%s' does not exist (trace_clock offers: %s)",
-				      c->clock, clocks);
-	}
-
-	if (c->stackmap == CONFIG_STACKMAP_ON) {
-		if (!tracing_has_stackmap(t))
-			return errorf(ret, "stackmap = on but this kernel has no stackmap "
-				      "(no stack_map in %s)", t->dir);
-		r = pathf(path, "%s/options/stackmap", t->instance_dir);
-		if (r < 0)
-			return r;
-		if (!exists(path))
-			return errorf(ret, "stackmap = on but instance '%s' has no options/stackmap "
-				      "(the kernel has a stack map for the top-level instance only)",
-				      t->name);
-	}
-	return 0;
-}
-
 int tracing_validate(struct tracing *t, char **ret_error)
 {
-	_cleanup_free_ char *msg = NULL;
-	int r;
-
-	r = validate(t, &msg);
-	if (r < 0 && ret_error)
-		*ret_error = steal_ptr(msg);
-	return r;
+	return config_check_tracefs(t->config, t->dir, t->instance_dir, ret_error);
 }
 
-static bool event_wants_stack(const struct config *c, const struct config_event *ev)
-{
-	return c->stacktrace_all || ev->stacktrace;
-}
-
-/*
- * Global options. Returns in *ret_option_stacks whether options/stacktrace
- * gives every event its stack, so no per-event trigger is needed.
- */
-static int setup_options(struct tracing *t, bool *ret_option_stacks)
-{
-	const struct config *c = t->config;
-	bool all_want = c->nr_events > 0, option_stacks = false;
-	char path[PATH_MAX];
-	int r;
-
-	/*
-	 * Streaming wants overwrite off: when we fall behind, the kernel drops
-	 * new events and counts them ("dropped events"), instead of silently
-	 * overwriting pages we have not read yet.
-	 */
-	r = set_option(t, "overwrite", c->record_mode == CONFIG_RECORD_FLIGHT);
-	if (r < 0)
-		return r;
-	/* saved_tgids and saved_cmdlines are only filled while these are on. */
-	r = set_option(t, "record-tgid", true);
-	if (r < 0)
-		return r;
-	r = set_option(t, "record-cmd", true);
-	if (r < 0)
-		return r;
-
-	/*
-	 * stackmap = off records full stacks even when the boot command line
-	 * turned the stack map on. Turning it on is the stack-map module's
-	 * job: it takes its first snapshot around that moment.
-	 */
-	if (c->stackmap == CONFIG_STACKMAP_OFF) {
-		r = set_option(t, "stackmap", false);
-		if (r < 0)
-			return r;
-	}
-
-	r = pathf(path, "%s/options/stacktrace", t->instance_dir);
-	if (r < 0)
-		return r;
-	if (exists(path)) {
-		for (unsigned i = 0; i < c->nr_events; i++)
-			if (!event_wants_stack(c, &c->events[i]))
-				all_want = false;
-		if (c->stacktrace_all) {
-			r = set_value(t, path, "1");
-			option_stacks = true;
-		} else if (option_is_on(t, "stacktrace")) {
-			/* Already on (boot capture): keep it if it is what we want anyway. */
-			option_stacks = all_want;
-			if (!all_want)
-				r = set_value(t, path, "0");
-		}
-		if (r < 0)
-			return r;
-	}
-	*ret_option_stacks = option_stacks;
-	return 0;
-}
-
-static bool has_stacktrace_trigger(const char *triggers)
-{
-	const char *p = triggers;
-
-	while (p && *p) {
-		if (*p != '#' && startswith(p, "stacktrace"))
-			return true;
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return false;
-}
-
-static int event_path(const struct tracing *t, const struct config_event *ev, const char *file,
-		      char path[static PATH_MAX])
-{
-	return pathf(path, "%s/events/%s/%s/%s", t->instance_dir, ev->system, ev->name, file);
-}
-
-static int setup_filter(struct tracing *t, const struct config_event *ev)
-{
-	_cleanup_free_ char *cur = NULL;
-	char path[PATH_MAX];
-	int r;
-
-	r = event_path(t, ev, "filter", path);
-	if (r < 0)
-		return r;
-	r = read_value(path, &cur);
-	if (r < 0)
-		return r;
-	if (ev->filter && !streq(cur, ev->filter))
-		return change(t, path, ev->filter, streq(cur, "none") ? "0" : cur, true);
-	if (!ev->filter && !streq(cur, "none"))
-		return change(t, path, "0", cur, true);
-	return 0;
-}
-
-static int setup_trigger(struct tracing *t, const struct config_event *ev)
-{
-	_cleanup_free_ char *cur = NULL, *cmd = NULL;
-	char path[PATH_MAX];
-	int r;
-
-	r = event_path(t, ev, "trigger", path);
-	if (r < 0)
-		return r;
-	r = read_file(path, &cur, NULL);
-	if (r < 0)
-		return r;
-	if (has_stacktrace_trigger(cur))
-		return 0;
-	/*
-	 * A stacktrace trigger also fires for events that the event filter
-	 * then discards: it needs the filter too, or the buffer fills with
-	 * stacks that belong to no recorded event.
-	 */
-	if (ev->filter)
-		r = strprintf(&cmd, "stacktrace if %s", ev->filter);
-	else
-		r = strprintf(&cmd, "stacktrace");
-	if (r < 0)
-		return r;
-	return change(t, path, cmd, "!stacktrace", false);
-}
-
-static int setup_enable(struct tracing *t, const struct config_event *ev)
-{
-	_cleanup_free_ char *cur = NULL;
-	char path[PATH_MAX];
-	int r;
-
-	/*
-	 * enable reads "0*" or "1*" while a trigger holds the event in soft
-	 * mode (our stacktrace trigger does): only the digit says whether it
-	 * records, and "0" is what turns it off again.
-	 */
-	r = event_path(t, ev, "enable", path);
-	if (r < 0)
-		return r;
-	r = read_value(path, &cur);
-	if (r < 0)
-		return r;
-	if (cur[0] == '1')
-		return 0;
-	return change(t, path, "1", "0", true);
-}
-
-/* Filter and trigger before enabling, so that no event is recorded without them. */
-static int setup_event(struct tracing *t, const struct config_event *ev, bool trigger)
-{
-	int r;
-
-	r = setup_filter(t, ev);
-	if (r < 0)
-		return r;
-	if (trigger) {
-		r = setup_trigger(t, ev);
-		if (r < 0)
-			return r;
-	}
-	return setup_enable(t, ev);
-}
-
-/*
- * Flight recorder trigger: the kernel's traceoff trigger stops the buffer
- * at the moment the event fires, so what led up to it stays in the buffer
- * until the daemon saves it (tracing_flight_triggered()).
- */
-static int setup_flight_trigger(struct tracing *t)
-{
-	const char *spec = t->config->flight_trigger, *colon, *end;
-	_cleanup_free_ char *cur = NULL, *cmd = NULL;
-	char path[PATH_MAX];
-	int r;
-
-	if (!spec)
-		return 0;
-	colon = strchr(spec, ':');
-	end = spec + strcspn(spec, " \t");
-	if (!colon || colon > end)
-		return -EINVAL;
-	r = pathf(path, "%s/events/%.*s/%.*s/trigger", t->instance_dir, (int)(colon - spec), spec,
-		  (int)(end - colon - 1), colon + 1);
-	if (r < 0)
-		return r;
-	r = read_file(path, &cur, NULL);
-	if (r < 0)
-		return r;
-	if (strstr(cur, "\ntraceoff") || startswith(cur, "traceoff"))
-		return 0;
-	/* "traceoff" or "traceoff if FILTER": the condition after the event name */
-	r = strprintf(&cmd, "traceoff%s", end);
-	if (r < 0)
-		return r;
-	return change(t, path, cmd, "!traceoff", false);
-}
-
-bool tracing_flight_triggered(struct tracing *t)
-{
-	_cleanup_free_ char *on = NULL;
-	char path[PATH_MAX];
-
-	if (!t->config->flight_trigger || pathf(path, "%s/tracing_on", t->instance_dir) < 0 ||
-	    read_value(path, &on) < 0)
-		return false;
-	return streq(on, "0");
-}
-
-int tracing_setup_events(struct tracing *t)
-{
-	const struct config *c = t->config;
-	size_t mark = t->n_undo;
-	bool option_stacks = false;
-	char path[PATH_MAX];
-	int r;
-
-	/*
-	 * A trigger set before its event is enabled fires in soft mode and
-	 * records stacks without events: in an instance we created (it holds
-	 * nothing yet) tracing stays off until everything is in place. An
-	 * adopted instance keeps running, so that boot capture loses nothing.
-	 */
-	if (t->created) {
-		r = pathf(path, "%s/tracing_on", t->instance_dir);
-		if (r == 0)
-			r = set_value(t, path, "0");
-		if (r < 0)
-			goto fail;
-	}
-	r = setup_options(t, &option_stacks);
-	if (r < 0)
-		goto fail;
-	for (unsigned i = 0; i < c->nr_events; i++) {
-		const struct config_event *ev = &c->events[i];
-
-		r = setup_event(t, ev, !option_stacks && event_wants_stack(c, ev));
-		if (r < 0)
-			goto fail;
-	}
-	r = setup_flight_trigger(t);
-	if (r < 0)
-		goto fail;
-	r = pathf(path, "%s/tracing_on", t->instance_dir);
-	if (r < 0)
-		goto fail;
-	r = set_value(t, path, "1");
-	if (r < 0)
-		goto fail;
-	return 0;
-
-fail:
-	undo_to(t, mark);
-	return r;
-}
-
-/*
- * buffer_size_kb reads "N", "N (expanded: M)" while the top-level buffer
- * is still at its boot minimum (M is what it grows to when tracing
- * starts), or "X" when CPUs differ. Returns the effective size or 0 for X.
- */
-static int parse_buffer_size(const char *s, uint64_t *ret)
-{
-	const char *exp = strstr(s, "(expanded:");
-	char *end;
-
-	if (streq(s, "X")) {
-		*ret = 0;
-		return 0;
-	}
-	if (exp)
-		s = exp + strlen("(expanded:");
-	errno = 0;
-	*ret = strtoull(s, &end, 10);
-	if (end == s || errno)
-		return -EINVAL;
-	return 0;
-}
-
-static int setup_buffer_size(struct tracing *t, uint64_t want)
-{
-	_cleanup_free_ char *cur = NULL, *subbuf = NULL;
-	char path[PATH_MAX], value[32], old[32];
-	uint64_t size, page_kb = 4;
-	int r;
-
-	r = pathf(path, "%s/buffer_subbuf_size_kb", t->instance_dir);
-	if (r < 0)
-		return r;
-	if (read_value(path, &subbuf) >= 0)
-		page_kb = MAX(strtoull(subbuf, NULL, 10), 1ULL);
-
-	r = pathf(path, "%s/buffer_size_kb", t->instance_dir);
-	if (r < 0)
-		return r;
-	r = read_value(path, &cur);
-	if (r < 0)
-		return r;
-	r = parse_buffer_size(cur, &size);
-	if (r < 0)
-		return r;
-	/* The kernel rounds up to whole sub-buffers: within one of them is the same size. */
-	if (size >= want && size - want <= page_kb)
-		return 0;
-
-	if (size == 0) {
-		/* Per-CPU sizes differ: remember each of them. */
-		for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
-			char cpath[PATH_MAX];
-			_cleanup_free_ char *v = NULL;
-
-			r = pathf(cpath, "%s/per_cpu/cpu%d/buffer_size_kb", t->instance_dir, cpu);
-			if (r < 0)
-				return r;
-			if (read_value(cpath, &v) < 0)
-				continue;
-			r = undo_push(t, cpath, v, true);
-			if (r < 0)
-				return r;
-		}
-		(void)snprintf(value, sizeof(value), "%" PRIu64, want);
-		return write_value(path, value, true);
-	}
-
-	(void)snprintf(value, sizeof(value), "%" PRIu64, want);
-	(void)snprintf(old, sizeof(old), "%" PRIu64, size);
-	return change(t, path, value, old, true);
-}
-
-static char *parse_clock(const char *s)
+char *tracing_parse_clock(const char *s)
 {
 	const char *open = strchr(s, '['), *close;
 
@@ -1070,40 +370,6 @@ static char *parse_clock(const char *s)
 	return strndup(open + 1, (size_t)(close - open - 1));
 }
 
-static int setup_clock(struct tracing *t, const char *want)
-{
-	_cleanup_free_ char *text = NULL, *cur = NULL;
-	char path[PATH_MAX];
-	int r;
-
-	r = pathf(path, "%s/trace_clock", t->instance_dir);
-	if (r < 0)
-		return r;
-	r = read_value(path, &text);
-	if (r < 0)
-		return r;
-	cur = parse_clock(text);
-	if (!cur)
-		return -EINVAL;
-	if (streq(cur, want))
-		return 0;
-	return change(t, path, want, cur, true);
-}
-
-int tracing_setup_buffer(struct tracing *t)
-{
-	const struct config *c = t->config;
-	size_t mark = t->n_undo;
-	int r = 0;
-
-	if (c->buffer_size_kb > 0)
-		r = setup_buffer_size(t, c->buffer_size_kb);
-	if (r >= 0 && c->clock && *c->clock)
-		r = setup_clock(t, c->clock);
-	if (r < 0)
-		undo_to(t, mark);
-	return r < 0 ? r : 0;
-}
 
 void tracing_restore(struct tracing *t)
 {
@@ -1118,18 +384,18 @@ void tracing_restore(struct tracing *t)
 	t->marker_fd = -1;
 
 	if (t->config->keep_tracing) {
-		undo_drop(t);
+		tracing_undo_drop(t);
 		t->created = false;
 		return;
 	}
-	undo_to(t, 0);
+	tracing_undo_to(t, 0);
 	if (!t->created)
 		return;
 	t->created = false;
 
 	/* Our events are off and our triggers gone already; stop the rest. */
-	if (pathf(path, "%s/tracing_on", t->instance_dir) == 0)
-		(void)write_value(path, "0", true);
+	if (tracing_pathf(path, "%s/tracing_on", t->instance_dir) == 0)
+		(void)tracing_write_value(path, "0", true);
 	if (t->given_dir)
 		r = rmdir(t->instance_dir) < 0 ? -errno : 0;
 	else
@@ -1144,7 +410,7 @@ struct tracing *tracing_free(struct tracing *t)
 	if (!t)
 		return NULL;
 	tracing_restore(t);
-	undo_drop(t);
+	tracing_undo_drop(t);
 	free(t->undo);
 	tracefs_instance_free(t->instance);
 	free(t->dir);
@@ -1152,167 +418,6 @@ struct tracing *tracing_free(struct tracing *t)
 	free(t->name);
 	free(t);
 	return NULL;
-}
-
-/* The format of every event we record, and of the ftrace entries in stacks. */
-static const struct {
-	const char *system;
-	const char *name;
-	bool required;
-} ftrace_formats[] = {
-	{ "ftrace", "kernel_stack", true },
-	{ "ftrace", "stack_id", false },	/* only with the stackmap series */
-	{ "ftrace", "print", true },
-	{ "ftrace", "bprint", false },
-};
-
-static int emit_file(const struct tracing *t, const char *name, bool required,
-		     int (*cb)(const char *, const void *, size_t, void *), void *userdata)
-{
-	_cleanup_free_ char *data = NULL;
-	char path[PATH_MAX];
-	size_t len;
-	int r;
-
-	r = pathf(path, "%s/%s", t->dir, name);
-	if (r < 0)
-		return r;
-	r = read_file(path, &data, &len);
-	if (r == -ENOENT && !required)
-		return 0;
-	if (r < 0)
-		return r;
-	/* segments name the page and event headers without the directory */
-	r = cb(startswith(name, "events/header_") ? name + strlen("events/") : name, data, len,
-	       userdata);
-	return r < 0 ? r : 0;
-}
-
-static int emit_format(const struct tracing *t, const char *system, const char *event,
-		       bool required, int (*cb)(const char *, const void *, size_t, void *),
-		       void *userdata)
-{
-	char name[PATH_MAX];
-	int r;
-
-	r = pathf(name, "events/%s/%s/format", system, event);
-	if (r < 0)
-		return r;
-	return emit_file(t, name, required, cb, userdata);
-}
-
-static bool is_config_event(const struct config *c, const char *system, const char *name)
-{
-	for (unsigned i = 0; i < c->nr_events; i++)
-		if (streq(c->events[i].system, system) && streq(c->events[i].name, name))
-			return true;
-	return false;
-}
-
-int tracing_collect_files(struct tracing *t,
-			  int (*cb)(const char *name, const void *data, size_t len, void *userdata),
-			  void *userdata)
-{
-	const struct config *c = t->config;
-	int r;
-
-	r = emit_file(t, "events/header_page", true, cb, userdata);
-	if (r < 0)
-		return r;
-	r = emit_file(t, "events/header_event", true, cb, userdata);
-	if (r < 0)
-		return r;
-	for (unsigned i = 0; i < c->nr_events; i++) {
-		r = emit_format(t, c->events[i].system, c->events[i].name, true, cb, userdata);
-		if (r < 0)
-			return r;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(ftrace_formats); i++) {
-		if (is_config_event(c, ftrace_formats[i].system, ftrace_formats[i].name))
-			continue;
-		r = emit_format(t, ftrace_formats[i].system, ftrace_formats[i].name,
-				ftrace_formats[i].required, cb, userdata);
-		if (r < 0)
-			return r;
-	}
-	r = emit_file(t, "printk_formats", false, cb, userdata);
-	if (r < 0)
-		return r;
-	return tracing_collect_tasks(t, cb, userdata);
-}
-
-int tracing_collect_tasks(struct tracing *t,
-			  int (*cb)(const char *name, const void *data, size_t len, void *userdata),
-			  void *userdata)
-{
-	int r;
-
-	r = emit_file(t, "saved_cmdlines", true, cb, userdata);
-	if (r < 0)
-		return r;
-	return emit_file(t, "saved_tgids", false, cb, userdata);
-}
-
-static int format_id(const char *format)
-{
-	const char *p = format;
-
-	for (; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (startswith(p, "ID:")) {
-			char *end;
-			long id;
-
-			errno = 0;
-			id = strtol(p + 3, &end, 10);
-			if (end == p + 3 || errno || id < 0 || id > INT_MAX)
-				return -EINVAL;
-			return (int)id;
-		}
-	}
-	return -EINVAL;
-}
-
-int tracing_event_id(struct tracing *t, const char *system, const char *name)
-{
-	_cleanup_free_ char *format = NULL;
-	char path[PATH_MAX];
-	int r;
-
-	r = pathf(path, "%s/events/%s/%s/format", t->dir, system, name);
-	if (r < 0)
-		return r;
-	r = read_file(path, &format, NULL);
-	if (r < 0)
-		return r;
-	return format_id(format);
-}
-
-int tracing_exclude_pids(struct tracing *t, const int *pids, size_t n)
-{
-	_cleanup_free_ char *old = NULL;
-	char path[PATH_MAX];
-	struct buf next = { 0 };
-	int r;
-
-	r = pathf(path, "%s/set_event_notrace_pid", t->instance_dir);
-	if (r < 0)
-		return r;
-	if (!exists(path))
-		return -EOPNOTSUPP;
-	r = read_value(path, &old);
-	if (r < 0)
-		return r;
-	/* the file lists one pid per line; writing accepts any white space */
-	for (char *p = old; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-	r = buf_printf(&next, "%s", old);
-	for (size_t i = 0; r == 0 && i < n; i++)
-		r = buf_printf(&next, " %d", pids[i]);
-	if (r == 0)
-		r = change(t, path, (const char *)next.data, old, true);
-	buf_done(&next);
-	return r;
 }
 
 int tracing_write_marker(struct tracing *t, const char *text)
@@ -1324,7 +429,7 @@ int tracing_write_marker(struct tracing *t, const char *text)
 		char path[PATH_MAX];
 		int r;
 
-		r = pathf(path, "%s/trace_marker", t->instance_dir);
+		r = tracing_pathf(path, "%s/trace_marker", t->instance_dir);
 		if (r < 0)
 			return r;
 		t->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -1345,10 +450,10 @@ int tracing_set_on(struct tracing *t, bool on)
 	char path[PATH_MAX];
 	int r;
 
-	r = pathf(path, "%s/tracing_on", t->instance_dir);
+	r = tracing_pathf(path, "%s/tracing_on", t->instance_dir);
 	if (r < 0)
 		return r;
-	return write_value(path, on ? "1" : "0", true);
+	return tracing_write_value(path, on ? "1" : "0", true);
 }
 
 int tracing_page_size(struct tracing *t)
@@ -1358,8 +463,8 @@ int tracing_page_size(struct tracing *t)
 	unsigned long kb;
 
 	/* buffer_subbuf_size_kb appeared in 6.8; before it a sub-buffer is one page. */
-	if (pathf(path, "%s/buffer_subbuf_size_kb", t->instance_dir) == 0 &&
-	    read_value(path, &s) >= 0) {
+	if (tracing_pathf(path, "%s/buffer_subbuf_size_kb", t->instance_dir) == 0 &&
+	    tracing_read_value(path, &s) >= 0) {
 		kb = strtoul(s, NULL, 10);
 		if (kb > 0 && kb <= INT_MAX / 1024)
 			return (int)(kb * 1024);
@@ -1372,7 +477,9 @@ char *tracing_clock(struct tracing *t)
 	_cleanup_free_ char *text = NULL;
 	char path[PATH_MAX];
 
-	if (pathf(path, "%s/trace_clock", t->instance_dir) < 0 || read_value(path, &text) < 0)
+	if (tracing_pathf(path, "%s/trace_clock", t->instance_dir) < 0 ||
+	    tracing_read_value(path, &text) < 0)
 		return NULL;
-	return parse_clock(text);
+	return tracing_parse_clock(text);
 }
+

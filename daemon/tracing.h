@@ -42,10 +42,9 @@ int tracing_open(const char *dir, const struct config *c, struct tracing **ret);
 
 /*
  * Check, without changing anything, that everything the config asks for is
- * possible here: events exist, filters parse (the kernel's own check is only
- * at write time, so this checks syntax and field names against the format),
- * clock exists, stackmap mode is possible. Returns 0 or -errno with
- * *ret_error ("what is wrong", caller frees).
+ * possible here and in our instance: config_check_tracefs() (the same
+ * checker as "stackmapd --check" and reload) on our tree. Returns 0 or
+ * -errno with *ret_error ("PATH:LINE: KEY: what is wrong", caller frees).
  */
 int tracing_validate(struct tracing *t, char **ret_error);
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The configuration module: unit parsers, good configs with their values,
- * bad configs with the exact "FILE:LINE: KEY:" prefix of their message,
- * rules across keys, the shipped conf/stackmapd.conf, reload comparison
- * and the kernel command line. Checks against tracefs use a fixture tree
- * in a temp dir (event formats copied from /sys/kernel/tracing when
- * readable, else a built-in one).
+ * The configuration: unit parsers, good configs with their values, bad
+ * configs with the exact "FILE:LINE: KEY:" prefix of their message, rules
+ * across keys, the shipped conf/stackmapd.conf, reload comparison and the
+ * kernel command line (lib/config*.c), and the checks against tracefs
+ * (daemon/config-check.c), which use a fixture tree in a temp dir (event
+ * formats copied from /sys/kernel/tracing when readable, else a built-in
+ * one) and are the same for --check and for tracing_validate() at start.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -14,7 +15,9 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "config-check.h"
 #include "helpers.h"
+#include "tracing.h"
 #include "util.h"
 
 #define NAME "t.conf"
@@ -112,9 +115,23 @@ static void make_fixture(void)
 	make_event("sched", "sched_switch");
 	snprintf(path, sizeof(path), "%s/trace_clock", fixture);
 	write_text(path, "[local] global counter uptime perf mono mono_raw boot\n");
+	/* a kernel with the stack map */
+	snprintf(path, sizeof(path), "%s/stack_map", fixture);
+	write_text(path, "");
+	snprintf(path, sizeof(path), "%s/options", fixture);
+	if (mkdir(path, 0755) < 0) {
+		perror(path);
+		exit(99);
+	}
+	snprintf(path, sizeof(path), "%s/options/stackmap", fixture);
+	write_text(path, "0\n");
 }
 
-/* Load text (and check it, if check) into a fresh config. Returns r; *ret_error set on error. */
+/*
+ * Load text into a fresh config; if check, apply the rules across keys
+ * and, if tracing, check it against the fixture tree, in the daemon's
+ * order. Returns r; *ret_error set on error.
+ */
 static int load(struct config *c, const char *text, bool tracing, bool check, char **ret_error)
 {
 	int r;
@@ -123,9 +140,11 @@ static int load(struct config *c, const char *text, bool tracing, bool check, ch
 	r = config_init(c);
 	if (r < 0)
 		return r;
-	r = config_load_string(c, NAME, text, tracing ? fixture : NULL, ret_error);
+	r = config_load_string(c, NAME, text, ret_error);
 	if (r >= 0 && check)
 		r = config_check(c, ret_error);
+	if (r >= 0 && tracing)
+		r = config_check_tracefs(c, fixture, NULL, ret_error);
 	return r;
 }
 
@@ -284,10 +303,12 @@ static void test_shipped(void)
 		snprintf(path, sizeof(path), "%.*s/conf/stackmapd.conf",
 			 (int)(strlen(__FILE__) - strlen("/tests/unit/test-config.c")), __FILE__);
 	CHECK(config_init(&c) == 0);
-	r = config_load(&c, path, fixture, &err);
+	r = config_load(&c, path, &err);
 	CHECK_MSG(r == 0, "%s: %s", path, err ? err : strerror(-r));
 	if (r == 0) {
 		r = config_check(&c, &err);
+		if (r == 0)
+			r = config_check_tracefs(&c, fixture, NULL, &err);
 		CHECK_MSG(r == 0, "%s", err);
 		check_defaults(&c, true);
 		CHECK(c.text && strstr(c.text, "[archive]"));
@@ -703,7 +724,7 @@ static void test_load_file(void)
 	snprintf(path, sizeof(path), "%s/bad.conf", fixture);
 	write_text(path, "[archive]\n\n# comment\nsegment_size = 64Q\n");
 	CHECK(config_init(&c) == 0);
-	r = config_load(&c, path, NULL, &err);
+	r = config_load(&c, path, &err);
 	CHECK(r == -EINVAL);
 	{
 		char expect[4200];
@@ -718,7 +739,7 @@ static void test_load_file(void)
 
 	snprintf(path, sizeof(path), "%s/nonexistent.conf", fixture);
 	CHECK(config_init(&c) == 0);
-	r = config_load(&c, path, NULL, &err);
+	r = config_load(&c, path, &err);
 	CHECK(r == -ENOENT);
 	CHECK_MSG(err && strstr(err, "nonexistent.conf: cannot read"), "%s", err);
 	free(err);
@@ -857,9 +878,89 @@ static void test_needs_restart(void)
 		else
 			CHECK_MSG(!keys, "case %zu: '%s'", i, keys);
 		CHECK(config_needs_restart(&b, &a, NULL) == restart);
+		/* the lines of the kept keys move with their values */
+		{
+			unsigned clock_a = config_key_line(&a, "trace.clock");
+			unsigned sync_b = config_key_line(&b, "archive.sync");
+
+			config_keep_running(&b, &a);
+			CHECK(config_key_line(&b, "trace.clock") == clock_a);
+			CHECK(config_key_line(&b, "archive.sync") == sync_b);
+		}
 		free(keys);
 		config_done(&a);
 		config_done(&b);
+	}
+}
+
+/*
+ * What only the kernel can tell is checked after parsing by one checker,
+ * with the file, line and key the parser recorded: "stackmapd --check"
+ * and reload call config_check_tracefs(), startup tracing_validate() on
+ * the opened tree; both must give the same verdict and message.
+ */
+static void test_check_tracefs(void)
+{
+	static const struct {
+		const char *text;
+		const char *prefix;	/* NULL: valid */
+	} cases[] = {
+		{ "[trace]\nevents = kmem:kmalloc\n\nfilter.kmem:kmalloc = bytes_req > 1\n", NULL },
+		{ "[trace]\nkeep_tracing = no\nclock = sundial\n",
+		  NAME ":3: trace.clock: 'sundial' is not a trace clock of this kernel" },
+		{ "[trace]\nclock = mono\n", NULL },
+		{ "[trace]\nevents = kmem:kmalloc\n\nfilter.kmem:kmalloc = nosuch == 1\n",
+		  NAME ":4: trace.filter.kmem:kmalloc: 'nosuch' is not a field of kmem:kmalloc" },
+		{ "[trace]\n\nevents = kmem:kmalloc kmem:nope\n",
+		  NAME ":3: trace.events: event 'kmem:nope' does not exist (no " },
+		{ "[trace]\nmode = flight\n# why\nflight_trigger = sched:sched_switch if prev_x == 1\n",
+		  NAME ":4: trace.flight_trigger: filter 'prev_x == 1': 'prev_x' is not a field" },
+		{ "[trace]\nmode = flight\nflight_trigger = nosys:nothing\n",
+		  NAME ":3: trace.flight_trigger: event 'nosys:nothing' does not exist" },
+		{ "[trace]\nstackmap = on\n", NULL },
+	};
+	char path[4096];
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		_cleanup_(tracing_freep) struct tracing *t = NULL;
+		char *err = NULL, *err2 = NULL;
+		struct config c;
+		int r, r2;
+
+		r = load(&c, cases[i].text, true, true, &err);
+		CHECK_MSG(cases[i].prefix ? r == -EINVAL : r == 0, "case %zu: r = %d (%s)", i, r,
+			  err ? err : "");
+		if (cases[i].prefix)
+			CHECK_MSG(err && startswith(err, cases[i].prefix), "case %zu: got '%s'", i,
+				  err ? err : "(none)");
+		r2 = tracing_open(fixture, &c, &t);
+		CHECK_MSG(r2 == 0, "case %zu: tracing_open: %d", i, r2);
+		if (r2 == 0) {
+			r2 = tracing_validate(t, &err2);
+			CHECK_MSG(r2 == r, "case %zu: tracing_validate %d, --check %d", i, r2, r);
+			CHECK_MSG((!err && !err2) || (err && err2 && streq(err, err2)),
+				  "case %zu: '%s' vs '%s'", i, err ? err : "", err2 ? err2 : "");
+		}
+		free(err);
+		free(err2);
+		config_done(&c);
+	}
+
+	/* A kernel without the stack map refuses stackmap = on. */
+	snprintf(path, sizeof(path), "%s/stack_map", fixture);
+	{
+		char moved[4200];
+		struct config c;
+		char *err = NULL;
+
+		snprintf(moved, sizeof(moved), "%s/stack_map.off", fixture);
+		CHECK(rename(path, moved) == 0);
+		CHECK(load(&c, "[trace]\nclock = mono\nstackmap = on\n", true, true, &err) == -EINVAL);
+		CHECK_MSG(err && startswith(err, NAME ":3: trace.stackmap: stackmap = on but this "
+					    "kernel has no stackmap"), "%s", err);
+		free(err);
+		config_done(&c);
+		CHECK(rename(moved, path) == 0);
 	}
 }
 
@@ -891,6 +992,7 @@ int main(void)
 	test_boot_cmdline();
 	test_needs_restart();
 	test_check_filter();
+	test_check_tracefs();
 	test_rmtree(fixture);
 	free(fixture);
 	return tests_done("test-config");

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Filter expressions of trace.filter.SYSTEM:EVENT. The kernel checks a
- * filter only when it is written to tracefs, which is too late for "the
- * config is valid", so we check it here against the kernel's grammar
- * (Documentation/trace/events.rst): its structure, the field names of the
- * event's format (read with libtraceevent), the operators each kind of
- * field allows and the kind of value it is compared with.
+ * The kernel's event filter grammar (Documentation/trace/events.rst),
+ * checked without tracefs: the structure of an expression always and,
+ * given the event's parsed format, its field names, the operators each
+ * kind of field allows and the kind of value it is compared with. The
+ * kernel checks a filter only when it is written to tracefs, too late for
+ * "the config is valid"; this file is what the config parser and the
+ * daemon's checks against the running kernel both use.
  *
  * libtraceevent's own filter parser (tep_filter_add_filter_str) is not
  * used on purpose: version 1.7 crashes on incomplete expressions ("x >",
@@ -20,7 +21,7 @@
 
 #include <event-parse.h>
 
-#include "config.h"
+#include "filter-grammar.h"
 #include "util.h"
 
 enum tok {
@@ -42,7 +43,7 @@ struct lexer {
 	enum tok tok;
 	const char *start;		/* current token */
 	int len;
-	struct tep_event *event;	/* NULL: field names are not checked */
+	struct tep_event *event;	/* borrowed; NULL: field names are not checked */
 	char *msg;
 };
 
@@ -67,10 +68,57 @@ static bool is_ident(char ch, bool first)
 	return isalpha((unsigned char)ch) || ch == '_' || (!first && isdigit((unsigned char)ch));
 }
 
+/* A decimal or hex number, maybe negative, at p. */
+static int lex_number(struct lexer *l, const char *p)
+{
+	const char *q = p + (*p == '-');
+
+	if (q[0] == '0' && (q[1] == 'x' || q[1] == 'X') && isxdigit((unsigned char)q[2])) {
+		for (q += 2; isxdigit((unsigned char)*q); q++)
+			;
+	} else {
+		while (isdigit((unsigned char)*q))
+			q++;
+	}
+	if (is_ident(*q, false)) {
+		while (is_ident(*q, false))
+			q++;
+		return lex_fail(l, "'%.*s' is not a number", (int)(q - p), p);
+	}
+	l->tok = TOK_NUMBER;
+	l->len = (int)(q - p);
+	return 0;
+}
+
+/* A field name (maybe with a ".suffix"), or a cpumask value CPUS{0-3,8}, at p. */
+static int lex_word(struct lexer *l, const char *p)
+{
+	const char *q = p;
+
+	while (is_ident(*q, false))
+		q++;
+	if (q - p == 4 && startswith(p, "CPUS") && *q == '{') {
+		const char *end = strchr(q, '}');
+
+		if (!end)
+			return lex_fail(l, "missing '}' in %s", p);
+		l->tok = TOK_CPUS;
+		l->len = (int)(end - p + 1);
+		return 0;
+	}
+	if (*q == '.' && is_ident(q[1], true))
+		for (q++; is_ident(*q, false); q++)
+			;
+	l->tok = TOK_FIELD;
+	l->len = (int)(q - p);
+	return 0;
+}
+
 static int lex_next(struct lexer *l)
 {
 	const char *p = l->p;
 	static const char *const two[] = { "&&", "||", "==", "!=", "<=", ">=" };
+	int r;
 
 	while (*p == ' ' || *p == '\t')
 		p++;
@@ -117,48 +165,14 @@ static int lex_next(struct lexer *l)
 	default:
 		break;
 	}
-	if (isdigit((unsigned char)*p) || (*p == '-' && isdigit((unsigned char)p[1]))) {
-		const char *q = p + (*p == '-');
-
-		if (q[0] == '0' && (q[1] == 'x' || q[1] == 'X') && isxdigit((unsigned char)q[2])) {
-			for (q += 2; isxdigit((unsigned char)*q); q++)
-				;
-		} else {
-			while (isdigit((unsigned char)*q))
-				q++;
-		}
-		if (is_ident(*q, false)) {
-			while (is_ident(*q, false))
-				q++;
-			return lex_fail(l, "'%.*s' is not a number", (int)(q - p), p);
-		}
-		l->tok = TOK_NUMBER;
-		l->len = (int)(q - p);
-		goto done;
-	}
-	if (is_ident(*p, true)) {
-		const char *q = p;
-
-		while (is_ident(*q, false))
-			q++;
-		if (q - p == 4 && startswith(p, "CPUS") && *q == '{') {
-			/* A cpumask value: CPUS{0-3,8} */
-			const char *end = strchr(q, '}');
-
-			if (!end)
-				return lex_fail(l, "missing '}' in %s", p);
-			l->tok = TOK_CPUS;
-			l->len = (int)(end - p + 1);
-			goto done;
-		}
-		if (*q == '.' && is_ident(q[1], true))
-			for (q++; is_ident(*q, false); q++)
-				;
-		l->tok = TOK_FIELD;
-		l->len = (int)(q - p);
-		goto done;
-	}
-	return lex_fail(l, "unexpected '%c' in '%s'", *p, p);
+	if (isdigit((unsigned char)*p) || (*p == '-' && isdigit((unsigned char)p[1])))
+		r = lex_number(l, p);
+	else if (is_ident(*p, true))
+		r = lex_word(l, p);
+	else
+		r = lex_fail(l, "unexpected '%c' in '%s'", *p, p);
+	if (r < 0)
+		return r;
 done:
 	l->p = p + l->len;
 	return 0;
@@ -365,60 +379,22 @@ static int parse_or(struct lexer *l)
 	return r;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC_NONNULL(struct tep_handle *, tep_free);
-
-static int check_filter(const char *tracing_dir, const char *system, const char *event,
-			const char *expr, char **ret_error)
+int filter_grammar_check(struct tep_event *event, const char *expr, char **ret_error)
 {
-	_cleanup_(tep_freep) struct tep_handle *tep = NULL;
-	_cleanup_free_ char *path = NULL, *format = NULL;
-	struct lexer l = { .p = expr };
-	size_t len;
+	struct lexer l = { .p = expr, .event = event };
 	int r;
 
 	if (!*expr)
-		return strprintf(ret_error, "empty filter (remove the line to record every hit)") ?:
-			-EINVAL;
-	if (tracing_dir) {
-		r = strprintf(&path, "%s/events/%s/%s/format", tracing_dir, system, event);
-		if (r < 0)
-			return r;
-		r = read_file(path, &format, &len);
-		if (r == -ENOMEM)
-			return r;
-		if (r < 0)
-			return strprintf(ret_error, "cannot read '%s': %s", path, strerror(-r)) ?:
-				-EINVAL;
-		tep = tep_alloc();
-		if (!tep)
-			return -ENOMEM;
-		/* libtraceevent 1.7 dereferences the event pointer unconditionally. */
-		if (tep_parse_format(tep, &l.event, format, len, system) != 0 || !l.event)
-			return strprintf(ret_error, "cannot parse '%s'", path) ?: -EINVAL;
-	}
-	r = lex_next(&l);
+		r = lex_fail(&l, "empty filter (remove the line to record every hit)");
+	else
+		r = lex_next(&l);
 	if (r >= 0)
 		r = parse_or(&l);
 	if (r >= 0 && l.tok != TOK_END)
 		r = lex_fail(&l, "unexpected '%s' after a complete condition (join conditions "
 			     "with && or ||)", l.start);
-	if (r < 0) {
-		*ret_error = l.msg;
-		return r;
-	}
-	return 0;
-}
-
-int config_check_filter(const char *tracing_dir, const char *system, const char *event,
-			const char *expr, char **ret_error)
-{
-	char *msg = NULL;
-	int r;
-
-	r = check_filter(tracing_dir, system, event, expr, &msg);
 	if (r < 0 && ret_error)
-		*ret_error = msg;
-	else
-		free(msg);
-	return r;
+		*ret_error = steal_ptr(l.msg);
+	free(l.msg);
+	return r < 0 ? r : 0;
 }

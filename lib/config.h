@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The configuration file (INI, parsed by inih): defaults, parsing, checks.
- * Every key is validated; unknown sections and keys are errors.
+ * The configuration file (INI, parsed by inih): defaults, parsing, the
+ * rules that need nothing but the file, reload comparison and the
+ * equivalent kernel command line. Every key is validated; unknown
+ * sections and keys are errors. What only the running kernel can tell
+ * (events, fields, clocks) is checked by the daemon (config-check.h),
+ * with the lines recorded here.
  */
 #ifndef STACKMAPD_CONFIG_H
 #define STACKMAPD_CONFIG_H
@@ -10,6 +14,7 @@
 #include <stdint.h>
 
 #define CONFIG_MAX_EVENTS 256
+#define CONFIG_MAX_KEYS 32		/* room in struct config for the line of each key */
 #define CONFIG_EXIT_INVALID 78		/* EX_CONFIG */
 
 enum config_stackmap {
@@ -36,6 +41,7 @@ struct config_event {
 	char *name;			/* "kmem_cache_alloc" */
 	char *filter;			/* NULL or the filter expression */
 	bool stacktrace;		/* record a kernel stack with each hit */
+	unsigned filter_line;		/* line of trace.filter.SYSTEM:EVENT, 0 = none */
 };
 
 struct config {
@@ -82,6 +88,9 @@ struct config {
 
 	/* [service] */
 	uint64_t status_interval_usec;	/* STATUS= refresh and summary log */
+
+	/* Line each key was set on, 0 = not in the file; see config_key_line(). */
+	unsigned key_lines[CONFIG_MAX_KEYS];
 };
 
 /* Fill *c with defaults (all strings allocated). Returns 0 or -ENOMEM. */
@@ -96,17 +105,33 @@ void config_done(struct config *c);
  * "PATH:LINE: KEY: what is wrong" (caller frees) about the first error in
  * the file ("PATH: KEY: ..." for a default value, "PATH:LINE: ..." for a
  * line that is not "key = value"). *c is left in an unspecified state on
- * error (config_done() still works): parse into a fresh struct.
- * tracing_dir (may be NULL) is used to check that events exist, that
- * filters fit the events' formats and that the clock exists. c->path and
- * c->text get the name and the file's content. stackmap = auto becomes
- * CONFIG_STACKMAP_OFF with a named instance (only the top level has one).
+ * error (config_done() still works): parse into a fresh struct. Nothing
+ * is checked against the running kernel (the daemon does that, see its
+ * config-check.h); filters are checked for their structure only. c->path
+ * and c->text get the name and the file's content, c->key_lines the line
+ * of each key. stackmap = auto becomes CONFIG_STACKMAP_OFF with a named
+ * instance (only the top level has one).
  */
-int config_load(struct config *c, const char *path, const char *tracing_dir, char **ret_error);
+int config_load(struct config *c, const char *path, char **ret_error);
 
 /* Same as config_load from a string (name is used in messages). */
-int config_load_string(struct config *c, const char *name, const char *text,
-		       const char *tracing_dir, char **ret_error);
+int config_load_string(struct config *c, const char *name, const char *text, char **ret_error);
+
+/*
+ * The line "section.name" (e.g. "trace.clock") was set on in the file c
+ * was loaded from; 0 if it was not (a default) or the key is unknown.
+ * Filters have their own line (config_event.filter_line).
+ */
+unsigned config_key_line(const struct config *c, const char *key);
+
+/*
+ * Split a flight trigger "SYSTEM:EVENT" or "SYSTEM:EVENT if FILTER":
+ * *ret_system and *ret_event are allocated (caller frees), *ret_filter
+ * points into spec (NULL without a filter). Returns 0, -EINVAL if spec
+ * has neither form, -ENOMEM.
+ */
+int config_trigger_split(const char *spec, char **ret_system, char **ret_event,
+			 const char **ret_filter);
 
 /*
  * Rules that span keys. Returns 0 or -EINVAL with *ret_error set
@@ -144,18 +169,6 @@ void config_keep_running(struct config *next, struct config *running);
  * than 32 triggers (the kernel's limit), -ENOMEM.
  */
 int config_boot_cmdline(const struct config *c, char **ret);
-
-/*
- * Check a filter expression for the event system:event against the
- * kernel's filter grammar (daemon/config-filter.c): its structure always;
- * with tracing_dir (e.g. "/sys/kernel/tracing") also the field names of
- * events/SYSTEM/EVENT/format (parsed with libtraceevent), the operators
- * each kind of field allows and the kind of value it is compared with.
- * Returns 0; -EINVAL with *ret_error ("what is wrong", caller frees) if
- * ret_error is not NULL; -ENOMEM.
- */
-int config_check_filter(const char *tracing_dir, const char *system, const char *event,
-			const char *expr, char **ret_error);
 
 /*
  * Parsers exposed for the client and tests. Return 0, -EINVAL for bad

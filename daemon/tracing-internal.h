@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shared by the files of the tracing module (daemon/tracing*.c) and by
+ * nothing else: struct tracing, the undo log of the tracefs values we
+ * changed, and small helpers for tracefs files. The public interface is
+ * tracing.h.
+ */
+#ifndef STACKMAPD_TRACING_INTERNAL_H
+#define STACKMAPD_TRACING_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tracing.h"
+#include "util.h"
+
+/*
+ * One change we made: writing value to path puts back what was there
+ * before. Trigger files are written without O_TRUNC: a truncating open of
+ * a trigger file removes every hist trigger on the event, including ones
+ * that are not ours.
+ */
+struct undo {
+	char *path;
+	char *value;
+	bool truncate;
+};
+
+struct tracing {
+	const struct config *config;	/* borrowed from the caller */
+	char *dir;			/* top-level tracefs directory */
+	char *instance_dir;
+	char *name;			/* "" for the top level */
+	struct tracefs_instance *instance;
+	bool given_dir;			/* dir passed in: plain files, no mount */
+	bool created;			/* we created the instance: remove it at exit */
+	int nr_cpus;
+	int marker_fd;
+
+	struct undo *undo;
+	size_t n_undo;
+	size_t cap_undo;
+};
+
+/* tracefs paths: PATH_MAX at most, else -ENAMETOOLONG (tracing.c). */
+int tracing_pathf(char buf[static PATH_MAX], const char *fmt, ...) _printf_(2, 3);
+bool tracing_exists(const char *path);
+
+/* The current clock, the bracketed word of trace_clock's text (allocated), or NULL. */
+char *tracing_parse_clock(const char *text);
+
+/* Read a small tracefs file without its trailing newline (tracing-undo.c). */
+int tracing_read_value(const char *path, char **ret);
+int tracing_write_value(const char *path, const char *value, bool truncate);
+
+/* Remember that path held value before we changed it (tracing-undo.c). */
+int tracing_undo_push(struct tracing *t, const char *path, const char *value, bool truncate);
+
+/* Put back everything recorded after mark (an index into t->undo), newest first. */
+void tracing_undo_to(struct tracing *t, size_t mark);
+
+/* Forget every recorded change without putting anything back. */
+void tracing_undo_drop(struct tracing *t);
+
+/* Write value to path, remembering old as the value to restore. Returns 0 or -errno. */
+int tracing_change(struct tracing *t, const char *path, const char *value, const char *old,
+		   bool truncate);
+
+/* Set a single-value file (option, enable, tracing_on) unless it already holds value. */
+int tracing_set_value(struct tracing *t, const char *path, const char *value);
+
+#endif

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The undo log of the tracing module: every tracefs value we change is
+ * recorded with the value it had, before the write, so that
+ * tracing_restore() (and a failed setup step) can put back exactly what we
+ * changed, newest first, and nothing else. Also the plain reads and writes
+ * of small tracefs files that the log is made of.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+
+#include "log.h"
+#include "tracing-internal.h"
+#include "util.h"
+
+
+/* Read a small tracefs file without its trailing newline. */
+int tracing_read_value(const char *path, char **ret)
+{
+	char *s;
+	size_t len;
+	int r;
+
+	r = read_file(path, &s, &len);
+	if (r < 0)
+		return r;
+	while (len > 0 && isspace((unsigned char)s[len - 1]))
+		s[--len] = '\0';
+	*ret = s;
+	return 0;
+}
+
+int tracing_write_value(const char *path, const char *value, bool truncate)
+{
+	_cleanup_close_ int fd = -1;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
+	if (fd < 0)
+		return -errno;
+	return write_all(fd, value, strlen(value));
+}
+
+static void undo_entry_free(struct undo *u)
+{
+	free(u->path);
+	free(u->value);
+}
+
+int tracing_undo_push(struct tracing *t, const char *path, const char *value, bool truncate)
+{
+	struct undo u = { .truncate = truncate };
+
+	if (t->n_undo == t->cap_undo) {
+		size_t cap = t->cap_undo ? t->cap_undo * 2 : 32;
+		struct undo *n = reallocarray(t->undo, cap, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->undo = n;
+		t->cap_undo = cap;
+	}
+	u.path = strdup(path);
+	u.value = strdup(value);
+	if (!u.path || !u.value) {
+		undo_entry_free(&u);
+		return -ENOMEM;
+	}
+	t->undo[t->n_undo++] = u;
+	return 0;
+}
+
+/* Put back everything recorded after mark, newest first. */
+void tracing_undo_to(struct tracing *t, size_t mark)
+{
+	while (t->n_undo > mark) {
+		struct undo *u = &t->undo[--t->n_undo];
+		int r;
+
+		r = tracing_write_value(u->path, u->value, u->truncate);
+		if (r < 0)
+			log_errno(LOG_WARNING, r, "cannot restore '%s' to '%s', continuing", u->path,
+				  u->value);
+		undo_entry_free(u);
+	}
+}
+
+void tracing_undo_drop(struct tracing *t)
+{
+	while (t->n_undo > 0)
+		undo_entry_free(&t->undo[--t->n_undo]);
+}
+
+/*
+ * Write value and remember old as the value to restore. The undo entry is
+ * recorded first so that a change that reached the kernel is never lost.
+ */
+int tracing_change(struct tracing *t, const char *path, const char *value, const char *old,
+		  bool truncate)
+{
+	int r;
+
+	r = tracing_undo_push(t, path, old, truncate);
+	if (r < 0)
+		return r;
+	r = tracing_write_value(path, value, truncate);
+	if (r < 0)
+		undo_entry_free(&t->undo[--t->n_undo]);
+	return r;
+}
+
+/* Set a single-value file (option, enable, tracing_on) unless it already holds value. */
+int tracing_set_value(struct tracing *t, const char *path, const char *value)
+{
+	_cleanup_free_ char *cur = NULL;
+	int r;
+
+	r = tracing_read_value(path, &cur);
+	if (r < 0)
+		return r;
+	if (streq(cur, value))
+		return 0;
+	return tracing_change(t, path, value, cur, true);
+}
