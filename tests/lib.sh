@@ -1,4 +1,8 @@
-# Shell helpers for integration and system tests. Source it:  . "$top_srcdir/tests/lib.sh"
+# Shell helpers for the integration, system and VM tests: skipping, temp
+# dirs and instances cleaned up at exit, waiting with a deadline, starting
+# and stopping the daemon, segments, JSON replies, the load, and the
+# tracefs state a test must leave as it found it.
+# Source it:  . "$top_srcdir/tests/lib.sh"  (tests/vm/ add tests/vm/lib-vm.sh)
 #
 # Policy: a test that cannot run where it should fails loudly in CI
 # (CI=true) and skips (exit 77, with the reason) elsewhere. Tests that touch
