@@ -1,4 +1,8 @@
-# Shell helpers for integration and system tests. Source it:  . "$top_srcdir/tests/lib.sh"
+# Shell helpers for the integration, system and VM tests: skipping, temp
+# dirs and instances cleaned up at exit, waiting with a deadline, starting
+# and stopping the daemon, segments, JSON replies, the load, and the
+# tracefs state a test must leave as it found it.
+# Source it:  . "$top_srcdir/tests/lib.sh"  (tests/vm/ add tests/vm/lib-vm.sh)
 #
 # Policy: a test that cannot run where it should fails loudly in CI
 # (CI=true) and skips (exit 77, with the reason) elsewhere. Tests that touch
@@ -91,23 +95,54 @@ remove_instance() {
 # Write a config file: write_config FILE <<EOF ... EOF
 write_config() { cat > "$1"; }
 
-# Start the daemon in the background: start_daemon CONFIG LOG; sets DAEMON_PID.
+# wait_until SECONDS COMMAND...: run COMMAND every 0.1 s until it succeeds,
+# at most SECONDS (wall clock); returns 1 if it never did.
+wait_until() {
+	local end=$((${EPOCHREALTIME/./} + $1 * 1000000))
+	shift
+	while :; do
+		"$@" && return 0
+		((${EPOCHREALTIME/./} < end)) || return 1
+		sleep 0.1
+	done
+}
+
+# Wait until FILE contains PATTERN (grep -E), at most SECONDS (default 20).
+wait_for_log() { wait_until "${3:-20}" _log_has "$1" "$2"; }
+_log_has() { grep -Eq "$2" "$1" 2>/dev/null; }
+
+# need_built PROGRAM...: the programs under test exist (make check builds them).
+need_built() {
+	local b
+	for b; do
+		[ -x "$b" ] || fail "$b is not built"
+	done
+}
+
+# need_events SYSTEM:EVENT...: skip on a kernel without one of these events.
+need_events() {
+	local e
+	for e; do
+		[ -d "$TRACEFS/events/${e/://}" ] || skip "this kernel has no $e event"
+	done
+}
+
+# start_daemon CONFIG LOG [READY]: start stackmapd in the background (sets
+# DAEMON_PID; killed at exit) and wait until LOG matches READY (grep -E;
+# default: recording on all CPUs, '' to not wait). Fails, showing the log,
+# if the daemon exits first or READY does not come within 20 s.
 start_daemon() {
+	local ready=${3-'recording [0-9]+ CPUs'}
 	"$STACKMAPD" -c "$1" >"$2" 2>&1 &
 	DAEMON_PID=$!
 	# wait for it: its open trace_pipe_raw files keep the instance busy
 	at_exit "kill -9 $DAEMON_PID; wait $DAEMON_PID"
+	[ -n "$ready" ] || return 0
+	wait_until 20 _daemon_ready "$2" "$ready" && grep -Eq "$ready" "$2" && return 0
+	cat "$2" >&2
+	fail "stackmapd did not start (no '$ready' in $2)"
 }
-
-# Wait until FILE contains PATTERN (grep -E), at most SECONDS.
-wait_for_log() {
-	local file=$1 pat=$2 t=${3:-20} i
-	for ((i = 0; i < t * 10; i++)); do
-		grep -Eq "$pat" "$file" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+_daemon_ready() { _log_has "$1" "$2" || ! kill -0 "$DAEMON_PID" 2>/dev/null; }
 
 stop_daemon() {
 	kill -TERM "$DAEMON_PID" 2>/dev/null
@@ -116,14 +151,125 @@ stop_daemon() {
 	return $rc
 }
 
-# Snapshot of global tracing state, to prove a test left it as it found it.
+# stop_daemon_ok LOG [WHAT]: stop the daemon; fails (showing LOG) unless it exits 0.
+stop_daemon_ok() {
+	local rc=0
+	stop_daemon || rc=$?
+	[ $rc = 0 ] && return 0
+	cat "$1" >&2
+	fail "${2:+$2: }stackmapd exited with status $rc"
+}
+
+# no_log_errors LOG [WHAT]: the daemon logged nothing at LOG_ERR or worse.
+no_log_errors() {
+	if grep -E '^<[0-3]>' "$1" >&2; then
+		fail "${2:+$2: }errors in the daemon log"
+	fi
+	return 0
+}
+
+# ctl ARGS...: stackmapctl, on the socket $CTL_SOCKET when that is set.
+ctl() { "$STACKMAPCTL" ${CTL_SOCKET:+--socket "$CTL_SOCKET"} "$@"; }
+
+# verify_ok WHAT FILE...: stackmapctl verify FILE...; fails, showing its output, unless all verify.
+verify_ok() {
+	local what=$1 out
+	shift
+	out=$("$STACKMAPCTL" verify "$@" 2>&1) || { printf '%s\n' "$out" >&2; fail "$what does not verify"; }
+}
+
+# list_segments DIR: sets segs (finished segments) and parts (unfinished ones), sorted.
+list_segments() {
+	local had
+	had=$(shopt -p nullglob)
+	shopt -s nullglob
+	segs=("$1"/*.smseg)
+	parts=("$1"/*.part)
+	eval "$had"
+}
+
+# json FILE EXPR: true if the Python expression EXPR holds for the JSON in FILE (as r).
+json() {
+	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)' "$1" "$2"
+}
+
+# json_value FILE EXPR: print the value of EXPR over the JSON in FILE (as r).
+json_value() {
+	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# background COMMAND...: run COMMAND in the background until exit; sets BG_PID.
+background() {
+	"$@" &
+	BG_PID=$!
+	at_exit "kill $BG_PID"
+}
+
+# private_load DIR: the load (SMLOAD) runs under a name of this test's own,
+# LOAD_COMM, so that filters on COMM record it and not other tests' loads.
+private_load() {
+	LOAD_COMM=smload$$
+	cp "$SMLOAD" "$1/$LOAD_COMM" || fail "cannot copy $SMLOAD"
+	SMLOAD=$1/$LOAD_COMM
+}
+
+# load_bursts PAUSE SMLOAD-ARGS...: the load in short bursts with PAUSE
+# seconds between them, in the background until exit (sets BG_PID).
+load_bursts() { background _load_bursts "$@"; }
+_load_bursts() {
+	local pause=$1
+	shift
+	while :; do
+		"$SMLOAD" "$@" -q
+		sleep "$pause"
+	done
+}
+
+# read_count FILE: the number in FILE, which a writer in the background
+# rewrites all the time (so that it is empty only for a moment).
+read_count() {
+	local n= i
+	for ((i = 0; i < 1000 && ${#n} == 0; i++)); do n=$(cat "$1" 2>/dev/null); done
+	[ -n "$n" ] || fail "no count in $1"
+	echo "$n"
+}
+
+# drained INSTANCE: every CPU buffer of INSTANCE was read to its end (fails
+# otherwise); sets KERNEL_READ (events read from it) and KERNEL_LOST
+# (overrun and dropped events), as the kernel counts them.
+drained() {
+	local s e o dr r
+	KERNEL_READ=0
+	KERNEL_LOST=0
+	for s in "$TRACEFS/instances/$1"/per_cpu/cpu*/stats; do
+		e=$(awk -F': ' '/^entries/{print $2}' "$s")
+		o=$(awk -F': ' '/^overrun/{print $2}' "$s")
+		dr=$(awk -F': ' '/^dropped events/{print $2}' "$s")
+		r=$(awk -F': ' '/^read events/{print $2}' "$s")
+		[ "$e" = 0 ] || fail "$s: ${e:-no} events left unread in the buffer"
+		KERNEL_LOST=$((KERNEL_LOST + o + dr))
+		KERNEL_READ=$((KERNEL_READ + r))
+	done
+}
+
+# tracefs_state: global tracing state, to prove a test left it as it found
+# it: the top level's tracer, switches, clock, options, events and
+# triggers, and the instances. Instances of others (tests, benchmarks, the
+# people on this machine), which come and go while the state is read, are
+# left out: those of other tests and tools (sm*_), and any that exists
+# before or after it is read; not this test's own (new_instance_name),
+# which must be gone when it compares.
 tracefs_state() {
-	{
+	local others s own="smtest_${TEST_NAME//-/_}_$$_"
+	others=$(ls "$TRACEFS/instances")
+	s=$({
 		cat "$TRACEFS/current_tracer" "$TRACEFS/tracing_on" "$TRACEFS/buffer_size_kb" \
 			"$TRACEFS/trace_clock" "$TRACEFS/trace_options" "$TRACEFS/set_event"
-		# instances of other tests and benchmarks running at the same time come and go
-		ls "$TRACEFS/instances" | grep -Ev '^sm(test|bench)_' || true
-		ls "$TRACEFS/instances" | grep -E "^smtest_${TEST_NAME//-/_}_$$_" || true
-		grep -l . "$TRACEFS"/events/*/*/trigger 2>/dev/null | grep -v ':#' || true
-	} 2>/dev/null
+		ls "$TRACEFS/instances" | grep -Ev '^sm[a-z]*_' || true
+		ls "$TRACEFS/instances" | grep "^$own" || true
+		# a trigger file lists its triggers, else only comments
+		grep -l '^[^#]' "$TRACEFS"/events/*/*/trigger || true
+	} 2>/dev/null)
+	others+=$'\n'$(ls "$TRACEFS/instances")
+	grep -vxF -f <(grep -v "^$own" <<<"$others"; echo smtest_none) <<<"$s" || true
 }

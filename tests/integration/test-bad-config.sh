@@ -6,23 +6,11 @@
 . "$top_srcdir/tests/lib.sh"
 
 need_tracefs
-[ -x "$STACKMAPD" ] || fail "$STACKMAPD is not built"
-[ -d "$TRACEFS/events/kmem/kmalloc" ] || skip "this kernel has no kmem:kmalloc event"
-[ -d "$TRACEFS/events/sched/sched_switch" ] || skip "this kernel has no sched:sched_switch event"
+need_built "$STACKMAPD"
+need_events kmem:kmalloc sched:sched_switch
 
 tmp=$(mktmp)
 mkdir "$tmp/conf"
-
-# tracefs_state, without the instances of other tests running at the same time
-# (those that exist at any time while the state is read).
-state() {
-	local s
-	ls "$TRACEFS/instances" >"$tmp/others"
-	s=$(tracefs_state)
-	ls "$TRACEFS/instances" >>"$tmp/others"
-	grep -v "^smtest_test_bad_config_$$_" "$tmp/others" >"$tmp/others.x"
-	grep -vxF -f "$tmp/others.x" <<<"$s" || true
-}
 
 # Each case: the message stackmapd must print (@ stands for the file's path),
 # then the config after its first two lines ("[trace]" and "instance = NAME").
@@ -118,9 +106,9 @@ run_case() {
 	local -a args=(-c "$file")
 
 	[ "$mode" = check ] && args=(--check -c "$file")
-	before=$(state)
+	before=$(tracefs_state)
 	timeout -k 5 30 "$STACKMAPD" "${args[@]}" >"$tmp/out" 2>"$tmp/err" || rc=$?
-	after=$(state)
+	after=$(tracefs_state)
 	local why=
 	[ "$rc" = 78 ] || why="exit status $rc, not 78"
 	grep -qF -- "$expected" "$tmp/err" || why="${why:+$why; }stderr lacks '$expected'"

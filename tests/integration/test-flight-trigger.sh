@@ -4,6 +4,7 @@
 # up to it as a segment noting the trigger, and recording resumes.
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
+need_built "$STACKMAPD" "$STACKMAPCTL"
 
 tmp=$(mktmp)
 before=$(tracefs_state)
@@ -24,8 +25,7 @@ directory = $tmp/archive
 socket = $tmp/control
 EOF2
 
-start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log"
-wait_for_log "$tmp/daemon.log" 'flight recorder on [0-9]+ CPUs' 20 || { cat "$tmp/daemon.log"; fail "daemon did not start"; }
+start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log" 'flight recorder on [0-9]+ CPUs'
 grep -q '^traceoff:unlimited if filename ~ "\*smtrigger\*"' "$TRACEFS/instances/$inst/events/sched/sched_process_exec/trigger" ||
 	fail "no traceoff trigger on the trigger event"
 
@@ -36,17 +36,13 @@ wait_for_log "$tmp/daemon.log" "flight trigger 'sched:sched_process_exec if .*' 
 	{ cat "$tmp/daemon.log"; fail "the trigger did not save the buffer"; }
 wait_for_log "$tmp/daemon.log" 'finished segment' 10 || fail "no segment after the trigger"
 # re-armed: tracing runs again
-for i in $(seq 20); do
-	[ "$(cat "$TRACEFS/instances/$inst/tracing_on")" = 1 ] && break
-	sleep 0.1
-done
-[ "$(cat "$TRACEFS/instances/$inst/tracing_on")" = 1 ] || fail "tracing did not resume after the trigger"
-stop_daemon || { cat "$tmp/daemon.log"; fail "daemon exited with status $?"; }
+tracing_is_on() { [ "$(cat "$TRACEFS/instances/$inst/tracing_on")" = 1 ]; }
+wait_until 10 tracing_is_on || fail "tracing did not resume after the trigger"
+stop_daemon_ok "$tmp/daemon.log"
 
-shopt -s nullglob
-segs=("$tmp"/archive/*.smseg)
+list_segments "$tmp/archive"
 [ ${#segs[@]} -ge 1 ] || fail "no segment written"
-"$STACKMAPCTL" verify "${segs[@]}" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "verify failed"; }
+verify_ok "the archive" "${segs[@]}"
 "$STACKMAPCTL" info "${segs[0]}" | grep -q 'saved by the flight trigger sched:sched_process_exec if' ||
 	fail "the first segment does not note its trigger"
 "$STACKMAPCTL" report "${segs[@]}" > "$tmp/report.txt" 2>&1 || fail "report failed"

@@ -9,23 +9,15 @@
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
 need_cmd python3
-[ -x "$STACKMAPD" ] || skip "stackmapd is not built ($STACKMAPD)"
-[ -x "$STACKMAPCTL" ] || skip "stackmapctl is not built ($STACKMAPCTL)"
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
 
 tmp=$(mktmp)
-# The load runs under a name of its own: other tests' loads are not recorded.
-load_comm=smload$$
-cp "$SMLOAD" "$tmp/$load_comm" || fail "cannot copy $SMLOAD"
-SMLOAD=$tmp/$load_comm
+private_load "$tmp"
 inst=$(new_instance_name)
 # Created here, so the daemon adopts it and leaves it (and its counters) behind.
 mkdir "$TRACEFS/instances/$inst"
 marker=$TRACEFS/instances/$inst/trace_marker
-ctl() { "$STACKMAPCTL" --socket "$tmp/control" "$@"; }
-# json FILE EXPR: evaluate a Python expression over the JSON in FILE (as r).
-json() {
-	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)' "$1" "$2"
-}
+CTL_SOCKET=$tmp/control
 
 # conf BUFFER_SIZE: a flight recorder of the load below.
 conf() {
@@ -35,9 +27,9 @@ conf() {
 	mode = flight
 	events = kmem:kmem_cache_alloc sched:sched_switch sched:sched_wakeup
 	stacktrace = kmem:kmem_cache_alloc
-	filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
-	filter.sched:sched_switch = COMM == "$load_comm"
-	filter.sched:sched_wakeup = COMM == "$load_comm"
+	filter.kmem:kmem_cache_alloc = COMM == "$LOAD_COMM"
+	filter.sched:sched_switch = COMM == "$LOAD_COMM"
+	filter.sched:sched_wakeup = COMM == "$LOAD_COMM"
 	buffer_size = $1
 	[archive]
 	directory = $tmp/archive
@@ -51,16 +43,9 @@ conf() {
 }
 
 # Load in short bursts: it fills the small buffer many times over.
-(while :; do "$SMLOAD" -j 1 -n 100 -q; sleep 0.1; done) &
-load=$!
-at_exit "kill $load"
+load_bursts 0.1 -j 1 -n 100
 
-last_marker() {
-	local n= i
-	for ((i = 0; i < 1000 && ${#n} == 0; i++)); do n=$(cat "$tmp/last" 2>/dev/null); done
-	[ -n "$n" ] || fail "no marker count in $tmp/last"
-	echo "$n"
-}
+last_marker() { read_count "$tmp/last"; }
 # markers SEGMENT: the marker numbers in a segment, sorted.
 markers() {
 	"$STACKMAPCTL" report --events "$1" > "$tmp/report.txt" 2> "$tmp/report.err" ||
@@ -74,9 +59,7 @@ overruns() {
 
 shopt -s nullglob
 conf 512K
-start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log"
-wait_for_log "$tmp/daemon.log" 'flight recorder on [0-9]+ CPUs' 20 ||
-	{ cat "$tmp/daemon.log"; fail "daemon did not start"; }
+start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log" 'flight recorder on [0-9]+ CPUs'
 
 # Numbered markers; $tmp/last holds the number of the last one written.
 # (A write fails while the buffer is being resized: that one is retried.)
@@ -109,14 +92,14 @@ seg1=$(ctl snapshot) || fail "snapshot exited with $?"
 [ -f "$seg1" ] || fail "snapshot: '$seg1' does not exist"
 files=("$tmp"/archive/*)
 [ ${#files[@]} = 1 ] || fail "one snapshot wrote ${#files[@]} files: ${files[*]}"
-"$STACKMAPCTL" verify "$seg1" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "'$seg1' does not verify"; }
+verify_ok "'$seg1'" "$seg1"
 markers "$seg1" > "$tmp/m1"
 grep -qx "$n1" "$tmp/m1" || fail "marker $n1, written before the snapshot, is not in it (it has $(head -1 "$tmp/m1")..$(tail -1 "$tmp/m1"))"
 first1=$(head -1 "$tmp/m1")
 [ "$first1" -gt 1 ] || fail "the snapshot still holds marker 1: nothing was overwritten"
 "$STACKMAPCTL" info --json "$seg1" > "$tmp/info1.json" || fail "info"
 json "$tmp/info1.json" 'r["lost_events"] > 0 and r["events"] > 0' || fail "info: $(head -c 2000 "$tmp/info1.json")"
-lost1=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["lost_events"])' "$tmp/info1.json")
+lost1=$(json_value "$tmp/info1.json" 'r["lost_events"]')
 # what the kernel overwrote before the request, and at most what it had overwritten after it
 over1b=$(overruns)
 [ "$lost1" -ge "$over1" ] && [ "$lost1" -le "$over1b" ] ||
@@ -132,7 +115,7 @@ sleep 1
 n2=$(last_marker) || exit 1
 seg2=$(ctl snapshot --json | sed -n 's/.*"path": *"\([^"]*\)".*/\1/p')
 [ -f "$seg2" ] && [ "$seg2" != "$seg1" ] || fail "second snapshot: '$seg2'"
-"$STACKMAPCTL" verify "$seg2" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "'$seg2' does not verify"; }
+verify_ok "'$seg2'" "$seg2"
 markers "$seg2" > "$tmp/m2"
 grep -qx "$n2" "$tmp/m2" || fail "marker $n2, written before the second snapshot, is not in it"
 twice=$(grep -Fx -f "$tmp/m1" "$tmp/m2" | head -5)
@@ -152,19 +135,17 @@ python3 - "$tmp/info1.json" "$tmp/info2.json" <<-'EOF' || fail "the two snapshot
 note "snapshot 2: markers $(head -1 "$tmp/m2")..$(tail -1 "$tmp/m2"), none from snapshot 1"
 
 # ---- a stop writes nothing more ----
-stop_daemon || { cat "$tmp/daemon.log"; fail "daemon exited with status $?"; }
+stop_daemon_ok "$tmp/daemon.log"
 files=("$tmp"/archive/*)
 [ ${#files[@]} = 2 ] || fail "after the stop: ${files[*]}, expected the two snapshots only"
-grep -E '^<[0-3]>' "$tmp/daemon.log" && fail "errors in the daemon log"
+no_log_errors "$tmp/daemon.log"
 note "stopped: no segment written at the stop"
 
 # ---- a capture larger than segment_size: one segment, none left open ----
 # (pages compress about 15:1: 2 x 32M make a segment of more than 1M)
 rm -rf "$tmp/archive"
 conf 32M
-start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.big.log"
-wait_for_log "$tmp/daemon.big.log" 'flight recorder on [0-9]+ CPUs' 20 ||
-	{ cat "$tmp/daemon.big.log"; fail "daemon did not start with 32M buffers"; }
+start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.big.log" 'flight recorder on [0-9]+ CPUs'
 fill() {
 	local i
 	for ((i = 0; i < 300; i++)); do
@@ -187,10 +168,10 @@ seg2=$(ctl snapshot) || fail "second snapshot of 32M buffers exited with $?"
 # no segment is being written in flight mode: max_segments = 2 keeps two snapshots
 fill
 seg3=$(ctl snapshot) || fail "third snapshot of 32M buffers exited with $?"
-stop_daemon || { cat "$tmp/daemon.big.log"; fail "daemon exited with status $?"; }
+stop_daemon_ok "$tmp/daemon.big.log"
 files=("$tmp"/archive/*)
 [ "${files[*]}" = "$seg2 $seg3" ] || fail "max_segments = 2 after three snapshots left ${files[*]}"
-"$STACKMAPCTL" verify "${files[@]}" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "large snapshots do not verify"; }
-grep -E '^<[0-3]>' "$tmp/daemon.big.log" && fail "errors in the daemon log"
+verify_ok "large snapshots" "${files[@]}"
+no_log_errors "$tmp/daemon.big.log"
 note "large captures: $(stat -c %s "${files[@]}" | tr '\n' ' ')bytes, one segment each"
 exit 0

@@ -11,26 +11,13 @@
 
 need_tracefs
 need_cmd python3
-for b in "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"; do
-	[ -x "$b" ] || fail "$b is not built"
-done
-for e in kmem/kmem_cache_alloc sched/sched_switch; do
-	[ -d "$TRACEFS/events/$e" ] || skip "this kernel has no ${e/\//:} event"
-done
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
+need_events kmem:kmem_cache_alloc sched:sched_switch
 # On a kernel with the stack map, (b) would start recording on the top level.
 [ -e "$TRACEFS/stack_map" ] && skip "this kernel has a stack map; these checks are for one without"
 
 tmp=$(mktmp)
-# Global state, without the instances (other tests' come and go while it is
-# read; ours are checked by name).
-state() {
-	local s others
-	others=$(ls "$TRACEFS/instances")
-	s=$(tracefs_state)
-	others+=$'\n'$(ls "$TRACEFS/instances")
-	grep -v '^smtest_' <<<"$s" | grep -vxF -f <(echo "$others"; echo smtest_none) || true
-}
-before=$(state)
+before=$(tracefs_state)
 
 # ---- (b) stackmap = on ----
 # With a named instance: a config error, found by --check and at start.
@@ -83,7 +70,7 @@ timeout -s TERM 20 "$STACKMAPD" -c "$tmp/on-top.conf" > "$tmp/out" 2>&1 || rc=$?
 grep -q "stackmap = on but this kernel has no stackmap" "$tmp/out" ||
 	{ cat "$tmp/out"; fail "stackmap = on without a stack map: no clear error"; }
 [ ! -e "$tmp/on-top.sock" ] || fail "the control socket was left behind"
-[ "$(state)" = "$before" ] || { diff <(echo "$before") <(state); fail "stackmap = on changed tracefs"; }
+[ "$(tracefs_state)" = "$before" ] || { diff <(echo "$before") <(tracefs_state); fail "stackmap = on changed tracefs"; }
 note "stackmap = on on the top level: $(sed 's/^<[0-9]>//' "$tmp/out")"
 
 # ---- (a) stackmap = auto on a named instance: full stacks ----
@@ -106,7 +93,6 @@ keep_free = 0
 socket = $tmp/control
 EOF
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log"
-wait_for_log "$tmp/daemon.log" 'recording [0-9]+ CPUs' 20 || { cat "$tmp/daemon.log"; fail "daemon did not start"; }
 "$STACKMAPCTL" --socket "$tmp/control" status --json > "$tmp/status.json" || fail "status failed"
 python3 - "$tmp/status.json" <<'EOF' || fail "status does not say full stacks: $(cat "$tmp/status.json")"
 import json, sys
@@ -117,13 +103,12 @@ note "status: stack_mode full, no map"
 
 # ---- (c) the same recording, full stacks stored once each ----
 "$SMLOAD" -j 2 -t 2 -q || fail "smload failed"
-stop_daemon || { cat "$tmp/daemon.log"; fail "daemon exited with status $?"; }
-grep -E '^<[0-3]>' "$tmp/daemon.log" && fail "errors in the daemon log"
+stop_daemon_ok "$tmp/daemon.log"
+no_log_errors "$tmp/daemon.log"
 
-shopt -s nullglob
-segs=("$tmp"/archive/*.smseg)
+list_segments "$tmp/archive"
 [ ${#segs[@]} -ge 2 ] || fail "expected rotations, got ${#segs[@]} segment(s)"
-"$STACKMAPCTL" verify "${segs[@]}" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "verify failed"; }
+verify_ok "the archive" "${segs[@]}"
 "$STACKMAPCTL" info --json "${segs[@]}" > "$tmp/info.json" || fail "info failed"
 "$STACKMAPCTL" stacks --json "${segs[@]}" > "$tmp/stacks.json" || fail "stacks failed"
 "$STACKMAPCTL" report "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
@@ -208,6 +193,6 @@ sed 's/^/# /' "$tmp/dedup.out"
 [ $rc = 0 ] || fail "stacks are not stored once each"
 
 remove_instance "$inst"
-[ "$(state)" = "$before" ] || { diff <(echo "$before") <(state); fail "tracefs state changed"; }
+[ "$(tracefs_state)" = "$before" ] || { diff <(echo "$before") <(tracefs_state); fail "tracefs state changed"; }
 note "ok"
 exit 0

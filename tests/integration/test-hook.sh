@@ -10,16 +10,12 @@
 # it.
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
-[ -x "$STACKMAPD" ] || skip "stackmapd is not built ($STACKMAPD)"
-[ -x "$STACKMAPCTL" ] || skip "stackmapctl is not built ($STACKMAPCTL)"
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
 
 tmp=$(mktmp)
 chmod 755 "$tmp"
-# The load runs under a name of its own: other tests' loads are not recorded.
-load_comm=smload$$
-cp "$SMLOAD" "$tmp/$load_comm" || fail "cannot copy $SMLOAD"
-SMLOAD=$tmp/$load_comm
-ctl() { "$STACKMAPCTL" --socket "$tmp/control" "$@"; }
+private_load "$tmp"
+CTL_SOCKET=$tmp/control
 
 # conf NAME: record into $tmp/NAME with the hook $tmp/NAME.hook; the
 # daemon creates the instance (and must remove it at the stop).
@@ -30,9 +26,9 @@ conf() {
 	instance = $inst
 	events = kmem:kmem_cache_alloc sched:sched_switch sched:sched_wakeup
 	stacktrace = kmem:kmem_cache_alloc
-	filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
-	filter.sched:sched_switch = COMM == "$load_comm"
-	filter.sched:sched_wakeup = COMM == "$load_comm"
+	filter.kmem:kmem_cache_alloc = COMM == "$LOAD_COMM"
+	filter.sched:sched_switch = COMM == "$LOAD_COMM"
+	filter.sched:sched_wakeup = COMM == "$LOAD_COMM"
 	buffer_size = 4M
 	[archive]
 	directory = $tmp/$1
@@ -58,37 +54,23 @@ hook() {
 
 # run NAME N: start the daemon of NAME and wait until N segments are finished.
 run() {
-	local i
 	start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.$1.log"
-	wait_for_log "$tmp/daemon.$1.log" 'recording [0-9]+ CPUs' 20 ||
-		{ cat "$tmp/daemon.$1.log"; fail "$1: daemon did not start"; }
-	for ((i = 0; i < 600; i++)); do
-		[ "$(grep -c 'finished segment' "$tmp/daemon.$1.log")" -ge "$2" ] && return 0
-		kill -0 "$DAEMON_PID" || { cat "$tmp/daemon.$1.log"; fail "$1: the daemon died"; }
-		sleep 0.1
-	done
-	fail "$1: fewer than $2 segments finished in a minute"
+	wait_until 60 finished "$1" "$2" || fail "$1: fewer than $2 segments finished in a minute"
+}
+finished() {
+	kill -0 "$DAEMON_PID" || { cat "$tmp/daemon.$1.log"; fail "$1: the daemon died"; }
+	[ "$(grep -c 'finished segment' "$tmp/daemon.$1.log")" -ge "$2" ]
 }
 
 # wait_lines FILE N: wait (at most 10 s) until FILE has N lines.
-wait_lines() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(cat "$1" 2>/dev/null | wc -l)" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+has_lines() { [ "$(cat "$1" 2>/dev/null | wc -l)" -ge "$2" ]; }
+wait_lines() { wait_until 10 has_lines "$@"; }
 
 # The hanging hooks outlive the daemon: end them (by their pids) at exit.
 kill_hung() { [ -s "$tmp/hang.pids" ] && kill -9 $(cat "$tmp/hang.pids"); }
 at_exit kill_hung
 
-(while :; do "$SMLOAD" -j 1 -n 2000 -q; sleep 0.05; done) &
-load=$!
-at_exit "kill $load"
-
-shopt -s nullglob
+load_bursts 0.05 -j 1 -n 2000
 
 # ---- a hook that works: once per finished segment, when it is complete ----
 conf good
@@ -100,8 +82,8 @@ run good 4
 ctl snapshot > /dev/null || fail "good: snapshot"
 ctl rotate > /dev/null || fail "good: rotate"
 sleep 0.5
-stop_daemon || { cat "$tmp/daemon.good.log"; fail "good: the daemon exited with $?"; }
-segs=("$tmp"/good/*.smseg)
+stop_daemon_ok "$tmp/daemon.good.log" good
+list_segments "$tmp/good"
 [ ${#segs[@]} -ge 6 ] || fail "good: only ${#segs[@]} segments"
 wait_lines "$tmp/good.hooked" ${#segs[@]} ||
 	fail "good: the hook ran $(cat "$tmp/good.hooked" 2>/dev/null | wc -l) times for ${#segs[@]} segments"
@@ -109,6 +91,12 @@ sleep 0.5
 diff <(printf '%s\n' "${segs[@]}") <(sort "$tmp/good.hooked") > "$tmp/good.diff" ||
 	fail "good: the hook's arguments are not the finished segments, each once: $(cat "$tmp/good.diff")"
 [ ! -s "$tmp/good.err" ] || fail "good: $(cat "$tmp/good.err")"
+# (each hook writes its files, then its SigBlk line last)
+sigblk_lines() { [ "$(grep -c '^SigBlk:' "$tmp/good.sigblk" 2>/dev/null)" -ge "$1" ]; }
+wait_until 10 sigblk_lines ${#segs[@]} ||
+	fail "good: $(grep -c '^SigBlk:' "$tmp/good.sigblk" 2>/dev/null) hooks wrote their signal mask, for ${#segs[@]} segments"
+[ "$(find "$tmp" -maxdepth 1 -name 'good.fds.*' | wc -l)" = ${#segs[@]} ] ||
+	fail "good: $(find "$tmp" -maxdepth 1 -name 'good.fds.*' | wc -l) hooks listed their files, for ${#segs[@]} segments"
 grep -v '^SigBlk:[[:space:]]*0*$' "$tmp/good.sigblk" && fail "good: the hook runs with signals blocked"
 cat "$tmp"/good.fds.* | grep -E 'tracing|smseg|socket:|pipe:|anon_inode:' > "$tmp/good.fds"
 [ ! -s "$tmp/good.fds" ] || fail "good: the hook inherited the daemon's files: $(sort -u -k 11 "$tmp/good.fds" | head -5)"
@@ -166,12 +154,12 @@ n1=$(grep -c 'finished segment' "$tmp/daemon.fail.log")
 sleep 2
 n2=$(grep -c 'finished segment' "$tmp/daemon.fail.log")
 [ "$n2" -gt "$n1" ] || fail "fail: no segment finished in 2 s after the hook failed $n1 times"
-stop_daemon || { cat "$tmp/daemon.fail.log"; fail "fail: the daemon exited with $?"; }
-segs=("$tmp"/fail/*.smseg)
+stop_daemon_ok "$tmp/daemon.fail.log" fail
+list_segments "$tmp/fail"
 wait_lines "$tmp/fail.hooked" ${#segs[@]} || fail "fail: the hook ran $(wc -l < "$tmp/fail.hooked") times for ${#segs[@]} segments"
 [ "$(grep -c 'segment hook (pid [0-9]*) failed with status 1' "$tmp/daemon.fail.log")" -ge $((${#segs[@]} - 1)) ] ||
 	fail "fail: the daemon did not warn of each failed hook: $(grep -i hook "$tmp/daemon.fail.log" | head -3)"
-grep -E '^<[0-3]>' "$tmp/daemon.fail.log" && fail "fail: errors in the daemon log"
+no_log_errors "$tmp/daemon.fail.log" fail
 note "failing hook: ${#segs[@]} segments finished, each failure a warning"
 
 # ---- a hook that hangs: recording goes on, the stop does not wait ----
@@ -187,23 +175,19 @@ grep -q 'segment hooks still running, not running it' "$tmp/daemon.hang.log" ||
 	fail "hang: no warning about the hooks still running"
 wait_lines "$tmp/hang.pids" 8 || fail "hang: $(wc -l < "$tmp/hang.pids") hooks started"
 [ "$(wc -l < "$tmp/hang.pids")" = 8 ] || fail "hang: $(wc -l < "$tmp/hang.pids") hooks run at once"
-stop_daemon || { cat "$tmp/daemon.hang.log"; fail "hang: the daemon exited with $?"; }
+stop_daemon_ok "$tmp/daemon.hang.log" hang
 pids=$(cat "$tmp/hang.pids")
 for p in $pids; do
 	kill -0 "$p" 2>/dev/null || fail "hang: hook $p ended with the daemon"
 done
 [ ! -d "$TRACEFS/instances/$inst" ] || fail "hang: the instance is left behind while the hooks run"
-segs=("$tmp"/hang/*.smseg)
-"$STACKMAPCTL" verify "${segs[@]}" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "hang: verify failed"; }
+list_segments "$tmp/hang"
+verify_ok "hang: the archive" "${segs[@]}"
 # a hook is an ordinary process: SIGTERM ends it
 kill -TERM $pids
-for ((i = 0; i < 50; i++)); do
-	left=0
-	for p in $pids; do kill -0 "$p" 2>/dev/null && left=$((left + 1)); done
-	[ $left = 0 ] && break
-	sleep 0.1
-done
-[ $left = 0 ] || fail "hang: $left hooks survived SIGTERM"
-grep -E '^<[0-3]>' "$tmp/daemon.hang.log" && fail "hang: errors in the daemon log"
+alive() { local p; for p in $pids; do kill -0 "$p" 2>/dev/null && echo "$p"; done; }
+none_alive() { [ -z "$(alive)" ]; }
+wait_until 5 none_alive || fail "hang: $(alive | wc -l) hooks survived SIGTERM"
+no_log_errors "$tmp/daemon.hang.log" hang
 note "hanging hooks: ${#segs[@]} segments finished while 8 hooks hung; stopped without waiting"
 exit 0

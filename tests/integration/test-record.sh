@@ -5,6 +5,7 @@
 # segment boundaries, every marker found, stacks symbolized.
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
 
 tmp=$(mktmp)
 before=$(tracefs_state)
@@ -30,7 +31,6 @@ socket = $tmp/control
 EOF
 
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log"
-wait_for_log "$tmp/daemon.log" 'recording [0-9]+ CPUs' 20 || { cat "$tmp/daemon.log"; fail "daemon did not start"; }
 
 "$SMLOAD" -j 1 -t 4 -q &
 load=$!
@@ -39,33 +39,23 @@ for i in $(seq 1 200); do
 	sleep 0.01
 done
 wait $load
-stop_daemon || { cat "$tmp/daemon.log"; fail "daemon exited with status $?"; }
+stop_daemon_ok "$tmp/daemon.log"
 
 # What the kernel says it wrote and we read: nothing left behind.
-read_events=0
-kernel_lost=0
-for s in "$TRACEFS/instances/$inst"/per_cpu/cpu*/stats; do
-	e=$(awk -F': ' '/^entries/{print $2}' "$s")
-	o=$(awk -F': ' '/^overrun/{print $2}' "$s")
-	dr=$(awk -F': ' '/^dropped events/{print $2}' "$s")
-	r=$(awk -F': ' '/^read events/{print $2}' "$s")
-	[ "$e" = 0 ] || fail "$s: $e events left unread in the buffer"
-	kernel_lost=$((kernel_lost + o + dr))
-	read_events=$((read_events + r))
-done
+drained "$inst"
+read_events=$KERNEL_READ
+kernel_lost=$KERNEL_LOST
 note "kernel: $read_events events read from the instance, $kernel_lost lost"
 # Losses are a matter of capacity (bench/run compares with a minimal splice
 # reader); here they must only be accounted for, exactly.
 [ "$kernel_lost" = 0 ] || note "the kernel dropped $kernel_lost events: the machine is overloaded"
 
-shopt -s nullglob
-segs=("$tmp"/archive/*.smseg)
-parts=("$tmp"/archive/*.part)
+list_segments "$tmp/archive"
 [ ${#parts[@]} = 0 ] || fail "unfinished segments left: ${parts[*]}"
 [ ${#segs[@]} -ge 3 ] || fail "expected rotations, got ${#segs[@]} segment(s)"
 note "${#segs[@]} segments, $(du -cb "${segs[@]}" | tail -1 | cut -f1) bytes"
 
-"$STACKMAPCTL" verify "${segs[@]}" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "verify failed"; }
+verify_ok "the archive" "${segs[@]}"
 
 "$STACKMAPCTL" report "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
 	{ cat "$tmp/report.err"; fail "report failed"; }
@@ -109,6 +99,6 @@ grep -q '=> .*kmem_cache_alloc' "$tmp/report.txt" || fail "kmem_cache_alloc stac
 remove_instance "$inst"
 after=$(tracefs_state)
 [ "$before" = "$after" ] || { diff <(echo "$before") <(echo "$after"); fail "tracefs state changed"; }
-grep -E '^<[0-3]>' "$tmp/daemon.log" && fail "errors in the daemon log"
+no_log_errors "$tmp/daemon.log"
 note "ok"
 exit 0

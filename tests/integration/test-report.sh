@@ -9,15 +9,11 @@
 need_tracefs
 need_cmd trace-cmd
 : "${MKSEG:=$top_builddir/tests/integration/mkseg}"
-for b in "$MKSEG" "$STACKMAPCTL" "$SMLOAD"; do
-	[ -x "$b" ] || skip "$b is not built"
-done
+need_built "$MKSEG" "$STACKMAPCTL" "$SMLOAD"
 
 tmp=$(mktmp)
 inst=$(new_instance_name)
-# (other tests' instances may come and go meanwhile)
-state() { tracefs_state | grep -v '^smtest_'; }
-before=$(state)
+before=$(tracefs_state)
 mkdir -p "$tmp/plain" "$tmp/tc" "$tmp/raw"
 
 "$MKSEG" -n "$inst" -b 1024 -o "$tmp/plain" -O "$tmp/tc" -r "$tmp/raw" \
@@ -27,7 +23,7 @@ plain=$(sed -n 1p "$tmp/paths")
 transcoded=$(sed -n 2p "$tmp/paths")
 [ -f "$plain" ] && [ -f "$transcoded" ] || fail "mkseg wrote no segments"
 [ -d "$TRACEFS/instances/$inst" ] && fail "mkseg left its instance behind"
-[ "$(state)" = "$before" ] || fail "tracefs state differs after mkseg"
+[ "$(tracefs_state)" = "$before" ] || fail "tracefs state differs after mkseg"
 
 # trace-cmd restore maps its arguments to CPUs in order
 raws=()
@@ -63,11 +59,19 @@ note "$(grep -c . "$tmp/sm.txt") lines, $n stacks, same as trace-cmd"
 # a transcoded segment (stack table instead of full stacks) reads the same
 cmp -s "$tmp/sm.txt" "$tmp/sm-tc.txt" || fail "the transcoded segment reports differently"
 
-# --cpu, --events
-"$STACKMAPCTL" report --cpu 1 "$plain" | grep -E '^ .{15}-[0-9]+ +\[' | grep -v '\[001\]' &&
-	fail "report --cpu 1 printed other CPUs"
-"$STACKMAPCTL" report --events "$plain" | grep -q '<stack trace >' &&
-	fail "report --events printed stacks"
+# --cpu: exactly the events of that CPU (one that has events), none of another
+event_lines() { grep -E '^ .{15}-[0-9]+ +\[[0-9]{3}\]' "$@"; }
+cpu=$(event_lines "$tmp/sm.txt" | head -1 | sed -E 's/^ .{15}-[0-9]+ +\[0*([0-9]+)\].*/\1/')
+"$STACKMAPCTL" report --cpu "$cpu" "$plain" > "$tmp/cpu.txt" || fail "report --cpu $cpu exited $?"
+[ "$(event_lines "$tmp/cpu.txt" | wc -l)" -gt 0 ] || fail "report --cpu $cpu printed no events"
+event_lines "$tmp/cpu.txt" | grep -v "\[$(printf %03d "$cpu")\]" && fail "report --cpu $cpu printed other CPUs"
+cmp -s <(event_lines "$tmp/cpu.txt") <(event_lines "$tmp/sm.txt" | grep "\[$(printf %03d "$cpu")\]") ||
+	fail "report --cpu $cpu does not print all the events of CPU $cpu"
+# --events: the events, without their stacks
+"$STACKMAPCTL" report --events "$plain" > "$tmp/events.txt" || fail "report --events exited $?"
+[ "$(event_lines "$tmp/events.txt" | wc -l)" = "$(event_lines "$tmp/sm.txt" | grep -vc ' kernel_stack: ')" ] ||
+	fail "report --events does not print every event"
+grep -q -e '<stack trace >' -e '^=>' "$tmp/events.txt" && fail "report --events printed stacks"
 
 # stacks and folded
 "$STACKMAPCTL" stacks "$transcoded" > "$tmp/stacks.txt" || fail "stacks exited $?"
@@ -85,8 +89,10 @@ grep -Eq '^kmem_cache_alloc;entry_[^;]*;.*;[^;]*kmem_cache_alloc[^; ]* [0-9]+$' 
 	fail "folded: no kmem_cache_alloc stacks"
 total=$(awk '{n += $NF} END {print n}' "$tmp/folded.txt")
 [ "$total" = "$n" ] || fail "folded counts $total stacks, report printed $n"
-"$STACKMAPCTL" folded --event sched:sched_switch "$plain" | grep -v '^sched_switch;' &&
-	fail "folded --event let other events through"
+"$STACKMAPCTL" folded --event sched:sched_switch "$plain" > "$tmp/folded-switch.txt" ||
+	fail "folded --event exited $?"
+grep -q '^sched_switch;' "$tmp/folded-switch.txt" || fail "folded --event printed no sched_switch stacks"
+grep -v '^sched_switch;' "$tmp/folded-switch.txt" && fail "folded --event let other events through"
 
 # a segment cut short: what precedes the cut, an error naming the file, exit 1
 size=$(stat -c %s "$plain")

@@ -9,18 +9,14 @@
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
 need_cmd find
-[ -x "$STACKMAPD" ] || skip "stackmapd is not built ($STACKMAPD)"
-[ -x "$STACKMAPCTL" ] || skip "stackmapctl is not built ($STACKMAPCTL)"
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
 
 MB=$((1024 * 1024))
 SEGMENT_SIZE=$MB
 tmp=$(mktmp)
-# The load runs under a name of its own: other tests' loads are not recorded.
-load_comm=smload$$
-cp "$SMLOAD" "$tmp/$load_comm" || fail "cannot copy $SMLOAD"
-SMLOAD=$tmp/$load_comm
+private_load "$tmp"
 inst=$(new_instance_name)
-ctl() { "$STACKMAPCTL" --socket "$tmp/control" "$@"; }
+CTL_SOCKET=$tmp/control
 
 # conf DIR MAX_SIZE MAX_SEGMENTS KEEP_FREE: a config recording the load below into DIR.
 conf() {
@@ -29,9 +25,9 @@ conf() {
 	instance = $inst
 	events = kmem:kmem_cache_alloc sched:sched_switch sched:sched_wakeup
 	stacktrace = kmem:kmem_cache_alloc
-	filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
-	filter.sched:sched_switch = COMM == "$load_comm"
-	filter.sched:sched_wakeup = COMM == "$load_comm"
+	filter.kmem:kmem_cache_alloc = COMM == "$LOAD_COMM"
+	filter.sched:sched_switch = COMM == "$LOAD_COMM"
+	filter.sched:sched_wakeup = COMM == "$LOAD_COMM"
 	buffer_size = 2M
 	[archive]
 	directory = $1
@@ -46,9 +42,7 @@ conf() {
 }
 
 # Load in short bursts: plenty of data, without starving the machine.
-(while :; do "$SMLOAD" -j 1 -n 2000 -q; sleep 0.05; done) &
-load=$!
-at_exit "kill $load"
+load_bursts 0.05 -j 1 -n 2000
 
 # sample DIR: the directory's segments right now: fin (sequence numbers of
 # finished segments, sorted), nparts, total (bytes of all segments); big
@@ -108,17 +102,15 @@ watch() {
 # but the last (finished at stop) were finished full.
 finish() {
 	local dir=$1 name=$2 s n=0
-	stop_daemon || { cat "$tmp/daemon.$name.log"; fail "$name: the daemon exited with $?"; }
-	segs=("$dir"/*.smseg)
-	parts=("$dir"/*.part)
+	stop_daemon_ok "$tmp/daemon.$name.log" "$name"
+	list_segments "$dir"
 	[ ${#parts[@]} = 0 ] || fail "$name: unfinished segments left: ${parts[*]}"
-	"$STACKMAPCTL" verify "${segs[@]}" > "$tmp/verify.out" 2>&1 ||
-		{ cat "$tmp/verify.out"; fail "$name: a segment left by retention does not verify"; }
+	verify_ok "$name: a segment left by retention" "${segs[@]}"
 	for s in "${segs[@]:0:${#segs[@]}-1}"; do
 		[ "$(stat -c %s "$s")" -ge "$SEGMENT_SIZE" ] && n=$((n + 1)) ||
 			fail "$name: $(basename "$s") was finished at $(stat -c %s "$s") bytes, before it was full ($("$STACKMAPCTL" info "$s" | grep '^events'))"
 	done
-	grep -E '^<[0-3]>' "$tmp/daemon.$name.log" && fail "$name: errors in the daemon log"
+	no_log_errors "$tmp/daemon.$name.log" "$name"
 	note "$name: ${#segs[@]} segments verify, $n of them full"
 }
 
@@ -128,8 +120,6 @@ shopt -s nullglob
 MAX_SIZE=$((4 * MB))
 conf "$tmp/a1" "$MAX_SIZE" 0 0
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.max_size.log"
-wait_for_log "$tmp/daemon.max_size.log" 'recording [0-9]+ CPUs' 20 ||
-	{ cat "$tmp/daemon.max_size.log"; fail "daemon did not start"; }
 # between finishing a segment and deleting the oldest, one segment more
 check_size() {
 	[ "$total" -le $((MAX_SIZE + big)) ] || fail "max_size: $total bytes in the archive, limit $MAX_SIZE + $big"
@@ -141,8 +131,6 @@ finish "$tmp/a1" max_size
 MAX_SEGMENTS=4
 conf "$tmp/a2" 0 "$MAX_SEGMENTS" 0
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.max_segments.log"
-wait_for_log "$tmp/daemon.max_segments.log" 'recording [0-9]+ CPUs' 20 ||
-	{ cat "$tmp/daemon.max_segments.log"; fail "daemon did not start"; }
 # the segment being written counts as one: at most MAX_SEGMENTS - 1
 # finished ones, one more between finishing a segment and deleting the oldest
 check_count() {
@@ -167,8 +155,6 @@ at_exit "umount -l '$tmp/small'"
 KEEP_FREE=50
 conf "$tmp/small" 0 0 "$KEEP_FREE"
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.keep_free.log"
-wait_for_log "$tmp/daemon.keep_free.log" 'recording [0-9]+ CPUs' 20 ||
-	{ cat "$tmp/daemon.keep_free.log"; fail "daemon did not start"; }
 check_free() {
 	local avail bsize blocks
 	read -r avail bsize blocks < <(stat -f -c '%a %S %b' "$tmp/small")

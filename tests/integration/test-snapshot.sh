@@ -6,14 +6,10 @@
 # every event the kernel wrote, each once, with nothing lost.
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
-[ -x "$STACKMAPD" ] || skip "stackmapd is not built ($STACKMAPD)"
-[ -x "$STACKMAPCTL" ] || skip "stackmapctl is not built ($STACKMAPCTL)"
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
 
 tmp=$(mktmp)
-# The load runs under a name of its own: other tests' loads are not recorded.
-load_comm=smload$$
-cp "$SMLOAD" "$tmp/$load_comm" || fail "cannot copy $SMLOAD"
-SMLOAD=$tmp/$load_comm
+private_load "$tmp"
 inst=$(new_instance_name)
 # Created here, so the daemon adopts it and leaves it (and its counters) behind.
 mkdir "$TRACEFS/instances/$inst"
@@ -25,9 +21,9 @@ instance = $inst
 events = kmem:kmem_cache_alloc sched:sched_switch sched:sched_wakeup
 stacktrace = kmem:kmem_cache_alloc
 # the load of this test only: others' work on this machine is not recorded
-filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
-filter.sched:sched_switch = COMM == "$load_comm"
-filter.sched:sched_wakeup = COMM == "$load_comm"
+filter.kmem:kmem_cache_alloc = COMM == "$LOAD_COMM"
+filter.sched:sched_switch = COMM == "$LOAD_COMM"
+filter.sched:sched_wakeup = COMM == "$LOAD_COMM"
 buffer_size = 4M
 
 [archive]
@@ -39,15 +35,13 @@ keep_free = 0
 [control]
 socket = $tmp/control
 EOF
-ctl() { "$STACKMAPCTL" --socket "$tmp/control" "$@"; }
+CTL_SOCKET=$tmp/control
 
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log"
-wait_for_log "$tmp/daemon.log" 'recording [0-9]+ CPUs' 20 || { cat "$tmp/daemon.log"; fail "daemon did not start"; }
 
 # Load in short bursts: busy recording, without starving the machine.
-(while :; do "$SMLOAD" -j 1 -n 500 -q; sleep 0.05; done) &
-load=$!
-at_exit "kill $load"
+load_bursts 0.05 -j 1 -n 500
+load=$BG_PID
 
 # Numbered markers, one after the other; $tmp/last holds the number of the
 # last marker whose write has returned (so it is in the ring buffer).
@@ -62,13 +56,7 @@ at_exit "kill $load"
 writer=$!
 at_exit "kill $writer"
 
-# (while the writer runs: the file is empty only for a moment)
-last_marker() {
-	local n= i
-	for ((i = 0; i < 1000 && ${#n} == 0; i++)); do n=$(cat "$tmp/last" 2>/dev/null); done
-	[ -n "$n" ] || fail "no marker count in $tmp/last"
-	echo "$n"
-}
+last_marker() { read_count "$tmp/last"; }
 
 newest() { local f=("$tmp"/archive/*.smseg); [ ${#f[@]} = 0 ] && echo 0 || basename "${f[-1]}"; }
 
@@ -90,8 +78,7 @@ for round in $(seq 1 "$rounds"); do
 	[ -f "$seg" ] || fail "round $round: '$seg' does not exist"
 	[[ "$(basename "$seg")" > "$before" ]] ||
 		fail "round $round: '$seg' is not newer than '$before', finished before the request"
-	"$STACKMAPCTL" verify "$seg" > "$tmp/verify.out" 2>&1 ||
-		{ cat "$tmp/verify.out"; fail "round $round: '$seg' does not verify"; }
+	verify_ok "round $round: '$seg'" "$seg"
 	kill -0 "$DAEMON_PID" || fail "round $round: the daemon died"
 	echo "$n $seg" >> "$tmp/snaps"
 	note "round $round: marker $n written before $(basename "$seg") (${SECONDS}s)"
@@ -102,24 +89,16 @@ kill "$writer"
 wait "$writer" 2>/dev/null
 kill "$load"
 wait "$load" 2>/dev/null
-stop_daemon || { cat "$tmp/daemon.log"; fail "daemon exited with status $?"; }
+stop_daemon_ok "$tmp/daemon.log"
 
 # What the kernel says it wrote and we read: nothing dropped, nothing left.
-read_events=0
-for s in "$TRACEFS/instances/$inst"/per_cpu/cpu*/stats; do
-	e=$(awk -F': ' '/^entries/{print $2}' "$s")
-	o=$(awk -F': ' '/^overrun/{print $2}' "$s")
-	dr=$(awk -F': ' '/^dropped events/{print $2}' "$s")
-	r=$(awk -F': ' '/^read events/{print $2}' "$s")
-	[ "$e" = 0 ] || fail "$s: $e events left unread in the buffer"
-	[ "$o" = 0 ] && [ "$dr" = 0 ] || fail "$s: kernel lost events (overrun $o, dropped $dr)"
-	read_events=$((read_events + r))
-done
+drained "$inst"
+[ "$KERNEL_LOST" = 0 ] || fail "the kernel lost $KERNEL_LOST events (overrun, dropped)"
+read_events=$KERNEL_READ
 
-segs=("$tmp"/archive/*.smseg)
-parts=("$tmp"/archive/*.part)
+list_segments "$tmp/archive"
 [ ${#parts[@]} = 0 ] || fail "unfinished segments left: ${parts[*]}"
-"$STACKMAPCTL" verify "${segs[@]}" > "$tmp/verify.out" 2>&1 || { cat "$tmp/verify.out"; fail "verify failed"; }
+verify_ok "the archive" "${segs[@]}"
 
 # Decoded after the recording (not to compete with it for the CPU): each
 # snapshot and the segments before it hold every marker written before it
@@ -151,6 +130,6 @@ sed -n 's/.* smtest-snap \([0-9][0-9]*\)$/\1/p' "$tmp/report.txt" | sort -n | un
 		{ c++; max = $2 } END { if (c != max || max < n) { print c " distinct markers, the last " max ", expected 1.." n "+"; bad = 1 }
 			exit bad }' > "$tmp/dups" || fail "$(head -5 "$tmp/dups")"
 total=$(sed -n 's/.* smtest-snap \([0-9][0-9]*\)$/\1/p' "$tmp/report.txt" | wc -l)
-grep -E '^<[0-3]>' "$tmp/daemon.log" && fail "errors in the daemon log"
+no_log_errors "$tmp/daemon.log"
 note "${#segs[@]} segments, $read_events events, markers 1..$total each once"
 exit 0

@@ -12,35 +12,13 @@
 need_tracefs
 need_cmd trace-cmd
 need_cmd python3
-for b in "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"; do
-	[ -x "$b" ] || fail "$b is not built"
-done
-for e in kmem/kmem_cache_alloc sched/sched_switch; do
-	[ -d "$TRACEFS/events/$e" ] || skip "this kernel has no ${e/\//:} event"
-done
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
+need_events kmem:kmem_cache_alloc sched:sched_switch
 COMPARE="$top_srcdir/tests/integration/compare-tracecmd.py"
 
 tmp=$(mktmp)
-# Global state, without the instances (other tests' come and go while it is
-# read; ours are checked by name).
-state() {
-	local s others
-	others=$(ls "$TRACEFS/instances")
-	s=$(tracefs_state)
-	others+=$'\n'$(ls "$TRACEFS/instances")
-	grep -v '^smtest_' <<<"$s" | grep -vxF -f <(echo "$others"; echo smtest_none) || true
-}
-before=$(state)
+before=$(tracefs_state)
 
-# wait_for COMMAND...: poll until it succeeds, at most 20 s.
-wait_for() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 is_on() { [ "$(cat "$1/tracing_on" 2>/dev/null)" = 1 ]; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 
@@ -75,8 +53,6 @@ compare() {
 	EOF
 
 	start_daemon "$dir/stackmapd.conf" "$dir/daemon.log"
-	wait_for_log "$dir/daemon.log" 'recording [0-9]+ CPUs' 20 ||
-		{ cat "$dir/daemon.log"; fail "$mode: daemon did not start"; }
 	# the daemon's own tasks, which it leaves out of its instance
 	self=$(tr '\n' ' ' < "$TRACEFS/instances/$dinst/set_event_notrace_pid")
 
@@ -86,7 +62,7 @@ compare() {
 		-o "$dir/trace.dat" > "$dir/trace-cmd.log" 2>&1 &
 	tc_pid=$!
 	at_exit "kill -9 $tc_pid"
-	wait_for is_on "$TRACEFS/instances/$tinst" ||
+	wait_until 20 is_on "$TRACEFS/instances/$tinst" ||
 		{ cat "$dir/trace-cmd.log"; fail "$mode: trace-cmd did not start"; }
 	sleep 0.5	# its readers start with tracing on
 
@@ -94,13 +70,13 @@ compare() {
 	sleep 0.3
 
 	kill -INT "$tc_pid"
-	wait_for gone "$tc_pid" || fail "$mode: trace-cmd does not stop"
+	wait_until 20 gone "$tc_pid" || fail "$mode: trace-cmd does not stop"
 	rc=0
 	wait "$tc_pid" || rc=$?
 	# (3.1.6 exits 1 after writing a complete file; the report below tells)
 	[ $rc -le 1 ] || { cat "$dir/trace-cmd.log"; fail "$mode: trace-cmd exited $rc"; }
-	stop_daemon || { cat "$dir/daemon.log"; fail "$mode: daemon exited with status $?"; }
-	grep -E '^<[0-3]>' "$dir/daemon.log" && fail "$mode: errors in the daemon log"
+	stop_daemon_ok "$dir/daemon.log" "$mode"
+	no_log_errors "$dir/daemon.log" "$mode"
 
 	# trace-cmd may leave its instance behind (it stops at a file it cannot open)
 	remove_instance "$tinst"
@@ -108,8 +84,8 @@ compare() {
 	[ -d "$TRACEFS/instances/$tinst" ] && fail "$mode: cannot remove trace-cmd's instance"
 	[ -d "$TRACEFS/instances/$dinst" ] && fail "$mode: the daemon's instance is still there"
 
-	shopt -s nullglob
-	local segs=("$dir"/archive/*.smseg)
+	local segs parts
+	list_segments "$dir/archive"
 	[ ${#segs[@]} -ge 1 ] || fail "$mode: no segment written"
 	"$STACKMAPCTL" report "${segs[@]}" > "$dir/sm.txt" 2> "$dir/sm.err" ||
 		{ cat "$dir/sm.err"; fail "$mode: stackmapctl report failed"; }
@@ -157,7 +133,7 @@ for mode in ${TRACECMD_COMPARE_MODES:-option trigger}; do
 	done
 done
 
-after=$(state)
+after=$(tracefs_state)
 [ "$before" = "$after" ] || { diff <(echo "$before") <(echo "$after"); fail "tracefs state changed"; }
 note "ok"
 exit 0

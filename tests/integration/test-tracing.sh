@@ -7,19 +7,11 @@
 
 need_tracefs
 PROBE=${TRACING_PROBE:-$top_builddir/tests/integration/tracing-probe}
-[ -x "$PROBE" ] || skip "$PROBE is not built"
-for e in sched/sched_switch sched/sched_wakeup kmem/kmalloc; do
-	[ -d "$TRACEFS/events/$e" ] || skip "this kernel has no $e event"
-done
+need_built "$PROBE"
+need_events sched:sched_switch sched:sched_wakeup kmem:kmalloc
 
 tmp=$(mktmp)
-
-# tracefs_state, without the instances of tests running at the same time as this one.
-state() {
-	ls "$TRACEFS/instances" | grep -v "^smtest_test_tracing_$$_" >"$tmp/others"
-	tracefs_state | grep -vxF -f "$tmp/others"
-}
-before=$(state)
+before=$(tracefs_state)
 
 # start_held NAME [ARGS]: run the probe with --hold until it has set everything up.
 start_held() {
@@ -105,7 +97,7 @@ grep -q '\[mono\]' "$d/trace_clock" || fail "trace_clock: $(cat "$d/trace_clock"
 check_output "$PROBE_OUT" "$name"
 finish_held
 [ ! -d "$d" ] || fail "instance $name is left behind"
-[ "$(state)" = "$before" ] || fail "tracefs state differs after the run"
+[ "$(tracefs_state)" = "$before" ] || fail "tracefs state differs after the run"
 
 note "stacktrace = all in an instance"
 name=$(new_instance_name)
@@ -123,7 +115,7 @@ else
 fi
 finish_held
 [ ! -d "$d" ] || fail "instance $name is left behind"
-[ "$(state)" = "$before" ] || fail "tracefs state differs after the stacktrace-all run"
+[ "$(tracefs_state)" = "$before" ] || fail "tracefs state differs after the stacktrace-all run"
 
 note "filters: refused before anything changes, or by the kernel and undone, or accepted"
 # Each line: FILTER@WHAT, WHAT empty (accepted), "kernel" (passes our check, refused by the
@@ -166,7 +158,7 @@ pid == 1)@unexpected ')' after a complete condition (join conditions with && or 
 comm == "bash@unterminated string "bash
 pid@expression ends after 'pid' where an operator was expected
 EOF
-[ "$(state)" = "$before" ] || fail "tracefs state differs after the filter runs"
+[ "$(tracefs_state)" = "$before" ] || fail "tracefs state differs after the filter runs"
 
 note "refused: a clock this kernel does not have, stackmap = on without a stack map"
 name=$(new_instance_name)
@@ -188,7 +180,7 @@ else
 		"$tmp/stackmap.out" || fail "stackmap = on: $(cat "$tmp/stackmap.out")"
 fi
 [ ! -d "$TRACEFS/instances/$name" ] || fail "instance $name is left behind after stackmap = on"
-[ "$(state)" = "$before" ] || fail "tracefs state differs after refused configs"
+[ "$(tracefs_state)" = "$before" ] || fail "tracefs state differs after refused configs"
 
 note "an adopted instance keeps what it had"
 name=$(new_instance_name)
@@ -225,6 +217,6 @@ exec 3>&-
 [ -d "$d" ] || fail "instance $name vanished with the killed probe"
 remove_instance "$name"
 [ ! -d "$d" ] || fail "remove_instance left $name behind"
-[ "$(state)" = "$before" ] || fail "tracefs state differs after a killed run"
+[ "$(tracefs_state)" = "$before" ] || fail "tracefs state differs after a killed run"
 
 note "ok"

@@ -10,6 +10,7 @@
 # this script resets the map (and switches the option off and on) itself.
 #   guest-generations.sh SECONDS MODE...
 set -u
+. "$(dirname "$0")/guest-lib.sh"
 W=$PWD
 T=/sys/kernel/tracing
 SECS=$1
@@ -39,16 +40,6 @@ sync = no
 [control]
 socket = /run/smtest-$1.sock
 CONF
-}
-
-wait_recording() {	# wait_recording LOG PID
-	i=0
-	while ! grep -q '^<6>recording' "$1" 2>/dev/null; do
-		kill -0 "$2" 2>/dev/null || { echo "stackmapd exited early:"; cat "$1"; exit 1; }
-		i=$((i + 1))
-		[ $i -lt 300 ] || { echo "stackmapd did not start:"; cat "$1"; exit 1; }
-		sleep 0.1
-	done
 }
 
 write_conf oracle oracle off "kmem:kmem_cache_alloc kmem:kmalloc" 8M lossless

@@ -6,6 +6,7 @@
 # the guest's kallsyms and stack map next to it.
 #   guest-record.sh CONF DELAY SECONDS
 set -u
+. "$(dirname "$0")/guest-lib.sh"
 W=$PWD
 CONF=$1
 DELAY=$2
@@ -16,13 +17,7 @@ sleep "$DELAY"
 echo "stackmapd starts at uptime $(cut -d' ' -f1 /proc/uptime)"
 "$W/stackmapd" -d -c "$CONF" > "$W/stackmapd.log" 2>&1 &
 pid=$!
-i=0
-while ! grep -q '^<6>recording' "$W/stackmapd.log" 2>/dev/null; do
-	kill -0 $pid 2>/dev/null || { echo "stackmapd exited early:"; cat "$W/stackmapd.log"; exit 1; }
-	i=$((i + 1))
-	[ $i -lt 600 ] || { echo "stackmapd did not start:"; cat "$W/stackmapd.log"; exit 1; }
-	sleep 0.1
-done
+wait_recording "$W/stackmapd.log" $pid 60
 "$W/smload" -q -j 2 -t "$SECS"
 sleep 0.5
 kill -TERM $pid

@@ -58,6 +58,28 @@ vm_run() {
 	"$RUN_IN_VM" --share "$w" --cwd "$w" --env "top_srcdir=$top_srcdir" "$@"
 }
 
+# vm_guest WORKDIR [run-in-vm options...] -- COMMAND: run COMMAND in the
+# guest (vm_run), its output in WORKDIR/vm.log, shown afterwards with the
+# run time; fails unless it exits 0.
+vm_guest() {
+	local w=$1 t0 rc=0
+	t0=$(now_s)
+	vm_run "$@" > "$w/vm.log" 2>&1 || rc=$?
+	cat "$w/vm.log"
+	note "guest run: $(elapsed "$t0") s (exit status $rc)"
+	[ $rc -eq 0 ] || fail "the guest part failed"
+}
+
+# guest_daemon_ok WORKDIR LABEL LOG: the guest's stackmapd (LABEL as in
+# its "LABEL: stackmapd exit status" line; '' for none) exited 0; else
+# fails, showing LOG.
+guest_daemon_ok() {
+	local line="${2:+$2: }stackmapd exit status 0"
+	grep -q "^$line" "$1/vm.log" && return 0
+	cat "$3" >&2
+	fail "stackmapd${2:+ ($2)} failed"
+}
+
 # now_s: seconds since the epoch with decimals, for run times.
 now_s() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }

@@ -6,8 +6,8 @@
 # writing to stack_map, and once by switching options/stackmap off and on.
 # The daemon must notice, start a new generation, and never resolve an id
 # to a wrong stack: compared with an oracle recording full stacks from a
-# secondary instance. Ids it cannot prove stay unresolved (reported, any
-# number allowed); a wrong stack fails the test.
+# secondary instance. Ids it cannot prove stay unresolved (near each
+# external reset: fewer than 1% of the stacks); a wrong stack fails the test.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib-vm.sh"
 
@@ -15,14 +15,9 @@ need_vm
 SECS=${GEN_TEST_SECONDS:-8}
 
 W=$(vm_workdir)
-t0=$(now_s)
-vm_run "$W" --smp 2 --append 'ftrace_stackmap.bits=10' --timeout 600 \
-	-- "$W/guest-generations.sh" "$SECS" external > "$W/vm.log" 2>&1
-rc=$?
-cat "$W/vm.log"
-note "guest run: $(elapsed "$t0") s (exit status $rc)"
-[ $rc -eq 0 ] || fail "the guest part failed"
-grep -q '^external: stackmapd exit status 0' "$W/vm.log" || fail "stackmapd failed"
+vm_guest "$W" --smp 2 --append 'ftrace_stackmap.bits=10' --timeout 600 \
+	-- "$W/guest-generations.sh" "$SECS" external
+guest_daemon_ok "$W" external "$W/external.log"
 
 made=$(sed -n 's/.*, \([0-9]*\) made behind its back.*/\1/p' "$W/vm.log")
 seen=$(grep -ac 'reset by someone else' "$W/external.log")
@@ -37,5 +32,5 @@ segs=("$W"/arch-external/*.smseg)
 "$STACKMAPCTL" report "${segs[@]}" > "$W/external.report" || fail "report failed"
 python3 "$top_srcdir/tests/vm/compare-oracle.py" --archive "$W/external.report" \
 	--oracle "$W/oracle.report" --kallsyms "$W/kallsyms" --label external \
-	--min-events 10000 --max-unresolved 1 || fail "stacks resolved wrongly (or too few events compared)"
+	--min-events 10000 --max-unresolved 0.01 || fail "stacks resolved wrongly (or too few events compared)"
 exit 0

@@ -29,14 +29,9 @@ sync = no
 socket = /run/smtest-rot.sock
 CONF
 
-t0=$(now_s)
-vm_run "$W" --smp 2 --timeout 300 \
-	-- "$W/guest-record.sh" "$W/rot.conf" 0 6 > "$W/vm.log" 2>&1
-rc=$?
-cat "$W/vm.log"
-note "guest run: $(elapsed "$t0") s (exit status $rc)"
-[ $rc -eq 0 ] || fail "the guest part failed"
-grep -q '^stackmapd exit status 0' "$W/vm.log" || { cat "$W/stackmapd.log"; fail "stackmapd failed"; }
+vm_guest "$W" --smp 2 --timeout 300 \
+	-- "$W/guest-record.sh" "$W/rot.conf" 0 6
+guest_daemon_ok "$W" '' "$W/stackmapd.log"
 
 segs=("$W"/archive/*.smseg)
 n=${#segs[@]}

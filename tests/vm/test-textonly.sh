@@ -16,16 +16,11 @@ KERNEL=$KERNEL_DIR/bzImage-textonly
 SECS=${TEXTONLY_TEST_SECONDS:-6}
 
 W=$(vm_workdir)
-t0=$(now_s)
 # A reset a second: the text export is slow to read (100-200 ms in the
 # emulated guest with a sanitizer build), which widens each reset window.
-vm_run "$W" --smp 2 --kernel "$KERNEL" --timeout 600 --env MIN_RESETS=6 --env RESET_INTERVAL=1s \
-	-- "$W/guest-generations.sh" "$SECS" lossless > "$W/vm.log" 2>&1
-rc=$?
-cat "$W/vm.log"
-note "guest run: $(elapsed "$t0") s (exit status $rc)"
-[ $rc -eq 0 ] || fail "the guest part failed"
-grep -q '^lossless: stackmapd exit status 0' "$W/vm.log" || { cat "$W/lossless.log"; fail "stackmapd failed"; }
+vm_guest "$W" --smp 2 --kernel "$KERNEL" --timeout 600 --env MIN_RESETS=6 --env RESET_INTERVAL=1s \
+	-- "$W/guest-generations.sh" "$SECS" lossless
+guest_daemon_ok "$W" lossless "$W/lossless.log"
 [ ! -s "$W/lossless.stack_map_stat" ] || fail "the kernel has stack_map_stat: not the text-only kernel"
 
 segs=("$W"/arch-lossless/*.smseg)
