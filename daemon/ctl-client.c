@@ -407,7 +407,7 @@ static int on_client_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	cl->dispatching = true;
 	if (cl->state == CLIENT_READING) {
 		c->stats.idle_timeouts++;
-		(void)log_ratelimit_errno(&c->rl_timeout, LOG_NOTICE, -ETIMEDOUT,
+		(void)log_ratelimit_errno(&c->rl_idle, LOG_NOTICE, -ETIMEDOUT,
 					  "control: client pid %d sent no request within %u s, closing it (%" PRIu64 " so far)",
 					  (int)cl->cred.pid, (unsigned)(CTL_IDLE_TIMEOUT_USEC / USEC_PER_SEC),
 					  c->stats.idle_timeouts);
@@ -416,7 +416,7 @@ static int on_client_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 		client_queue_error(cl, -ETIMEDOUT, msg);
 	} else {
 		c->stats.reply_timeouts++;
-		(void)log_ratelimit_errno(&c->rl_timeout, LOG_NOTICE, -ETIMEDOUT,
+		(void)log_ratelimit_errno(&c->rl_reply, LOG_NOTICE, -ETIMEDOUT,
 					  "control: client pid %d did not read its reply within %u s, closing it (%" PRIu64 " so far)",
 					  (int)cl->cred.pid, (unsigned)(CTL_REPLY_TIMEOUT_USEC / USEC_PER_SEC),
 					  c->stats.reply_timeouts);

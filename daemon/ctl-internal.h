@@ -66,7 +66,8 @@ struct ctl {
 	unsigned nr_clients;
 	size_t queued;			/* bytes of every client's out */
 	struct ctl_stats stats;
-	struct log_ratelimit rl_denied, rl_busy, rl_timeout;
+	/* one per kind of trouble, so that one kind cannot hide another */
+	struct log_ratelimit rl_denied, rl_evicted, rl_refused, rl_idle, rl_reply;
 	char rbuf[CTL_REQUEST_MAX + 1];
 };
 

@@ -168,7 +168,7 @@ static int make_room(struct ctl *c, int fd, const struct ucred *cred)
 	victim = ctl_client_idlest(c);
 	if (victim) {
 		c->stats.evicted++;
-		(void)log_ratelimit_errno(&c->rl_busy, LOG_NOTICE, -EBUSY,
+		(void)log_ratelimit_errno(&c->rl_evicted, LOG_NOTICE, -EBUSY,
 					  "control: %u clients connected, closed idle client pid %d for pid %d (%" PRIu64 " evicted so far)",
 					  c->nr_clients, (int)victim->cred.pid, (int)cred->pid,
 					  c->stats.evicted);
@@ -176,7 +176,7 @@ static int make_room(struct ctl *c, int fd, const struct ucred *cred)
 		return 0;
 	}
 	c->stats.refused++;
-	(void)log_ratelimit_errno(&c->rl_busy, LOG_NOTICE, -EBUSY,
+	(void)log_ratelimit_errno(&c->rl_refused, LOG_NOTICE, -EBUSY,
 				  "control: refused pid %d, %u clients connected and none idle (%" PRIu64 " refused so far)",
 				  (int)cred->pid, c->nr_clients, c->stats.refused);
 	(void)snprintf(msg, sizeof(msg), "too many clients (%u), try again", c->nr_clients);
@@ -390,8 +390,10 @@ int ctl_new(struct sd_event *e, const char *path, const char *group,
 	c->has_group = !!group;
 	c->gid = gid;
 	c->rl_denied = (struct log_ratelimit)LOG_RATELIMIT_INIT;
-	c->rl_busy = (struct log_ratelimit)LOG_RATELIMIT_INIT;
-	c->rl_timeout = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	c->rl_evicted = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	c->rl_refused = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	c->rl_idle = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	c->rl_reply = (struct log_ratelimit)LOG_RATELIMIT_INIT;
 	if (!c->path || (group && !c->group)) {
 		r = -ENOMEM;
 		goto fail;
