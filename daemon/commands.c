@@ -80,6 +80,7 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 	json_add_uint(&w, "unresolved", st.unresolved);
 	json_add_uint(&w, "dedup_stacks", st.dedup_stacks);
 	json_add_uint(&w, "write_errors", st.write_errors);
+	ctl_request_add_stats(req, &w);
 	json_object_close(&w);
 	free(st.segment_path);
 	return ctl_reply(req, &w);

@@ -2,9 +2,12 @@
 /*
  * One client of the control socket: reading one request at a time into
  * the ctl's buffer, answering "ping", handing other commands to the
- * handler, queuing the reply (split into packets the socket accepts) and
- * closing after an error reply or CTL_CLIENT_TIMEOUT_USEC of silence; and
- * the requests a handler owns until it replies with ctl_reply*().
+ * handler, queuing the reply (split into packets the socket accepts,
+ * within CTL_QUEUED_MAX for all clients) and closing after an error reply,
+ * CTL_IDLE_TIMEOUT_USEC without a request or CTL_REPLY_TIMEOUT_USEC
+ * without reading the reply; evicting the client idle longest when a new
+ * one needs its place; and the requests a handler owns until it replies
+ * with ctl_reply*().
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +20,15 @@
 #define CTL_PACKET_MIN 4096		/* smallest chunk when the socket refuses CTL_PACKET_MAX */
 
 static void client_flush(struct ctl_client *cl);
+
+static void client_out_free(struct ctl_client *cl)
+{
+	if (cl->out)
+		cl->ctl->queued -= cl->out_len;
+	free(cl->out);
+	cl->out = NULL;
+	cl->out_len = cl->out_off = 0;
+}
 
 /* ---- clients ---- */
 
@@ -42,8 +54,7 @@ static void client_release(struct ctl_client *cl)
 	cl->timer = sd_event_source_disable_unref(cl->timer);
 	closep(&cl->fd);
 	cl->fd = -1;
-	free(cl->out);
-	cl->out = NULL;
+	client_out_free(cl);
 }
 
 /* Close and free the client, or only close it while one of its callbacks runs. */
@@ -81,7 +92,8 @@ static int client_arm_timer(struct ctl_client *cl)
 {
 	int r;
 
-	r = sd_event_source_set_time_relative(cl->timer, CTL_CLIENT_TIMEOUT_USEC);
+	r = sd_event_source_set_time_relative(cl->timer, cl->state == CLIENT_READING
+							? CTL_IDLE_TIMEOUT_USEC : CTL_REPLY_TIMEOUT_USEC);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(cl->timer, SD_EVENT_ONESHOT);
 	return r;
@@ -98,6 +110,8 @@ static void client_set_state(struct ctl_client *cl, enum client_state state)
 	int r;
 
 	cl->state = state;
+	if (state == CLIENT_READING)
+		cl->idle_since = now_usec(CLOCK_MONOTONIC);
 	r = sd_event_source_set_io_events(cl->io, events[state]);
 	if (r >= 0)
 		r = state == CLIENT_PENDING ? sd_event_source_set_enabled(cl->timer, SD_EVENT_OFF)
@@ -112,10 +126,11 @@ static void client_set_state(struct ctl_client *cl, enum client_state state)
 /* Queue text (ownership taken) as the client's reply and start sending it. */
 static void client_queue(struct ctl_client *cl, char *text, size_t len, bool close_after)
 {
-	free(cl->out);
+	client_out_free(cl);
 	cl->out = text;
 	cl->out_len = len;
 	cl->out_off = 0;
+	cl->ctl->queued += len;
 	cl->close_after_write = close_after;
 	client_flush(cl);
 }
@@ -162,8 +177,7 @@ static void client_flush(struct ctl_client *cl)
 		}
 		cl->out_off += (size_t)k;
 	}
-	free(cl->out);
-	cl->out = NULL;
+	client_out_free(cl);
 	if (cl->close_after_write)
 		client_finish(cl);
 	else
@@ -189,7 +203,17 @@ static void request_done(struct ctl_request *req, char *text, size_t len)
 	if (cl) {
 		cl->req = NULL;
 		req->client = NULL;
-		client_queue(cl, text, len, false);
+		/*
+		 * Replies wait in our memory until their clients read them:
+		 * bound the total, so that many clients asking for long replies
+		 * and never reading them cannot grow the daemon without limit.
+		 */
+		if (text && cl->ctl->queued + len > CTL_QUEUED_MAX) {
+			free(text);
+			client_queue_error(cl, -EBUSY, "server busy: too many replies waiting to be read, try again");
+		} else {
+			client_queue(cl, text, len, false);
+		}
 	} else {
 		free(text);
 	}
@@ -347,11 +371,13 @@ static void client_read(struct ctl_client *cl)
 		n = CTL_REQUEST_MAX + 1;
 	r = ctl_command_parse(c->rbuf, (size_t)n, &cmd, &why);
 	if (r < 0) {
+		c->stats.bad_requests++;
 		log_debug("control: bad request from uid %u pid %d: %s", (unsigned)cl->cred.uid,
 			  (int)cl->cred.pid, why);
 		client_queue_error(cl, r, why);
 		return;
 	}
+	cl->requests++;
 	dispatch(cl, &cmd);
 }
 
@@ -375,20 +401,88 @@ static int on_client_io(sd_event_source *s, int fd, uint32_t revents, void *user
 static int on_client_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct ctl_client *cl = userdata;
+	struct ctl *c = cl->ctl;
+	char msg[64];
 
 	cl->dispatching = true;
 	if (cl->state == CLIENT_READING) {
-		log_debug("control: client pid %d sent no complete request in time, closing",
-			  (int)cl->cred.pid);
-		client_queue_error(cl, -ETIMEDOUT, "timeout: no complete request within 5 s");
+		c->stats.idle_timeouts++;
+		(void)log_ratelimit_errno(&c->rl_idle, LOG_NOTICE, -ETIMEDOUT,
+					  "control: client pid %d sent no request within %u s, closing it (%" PRIu64 " so far)",
+					  (int)cl->cred.pid, (unsigned)(CTL_IDLE_TIMEOUT_USEC / USEC_PER_SEC),
+					  c->stats.idle_timeouts);
+		(void)snprintf(msg, sizeof(msg), "timeout: no request within %u s",
+			       (unsigned)(CTL_IDLE_TIMEOUT_USEC / USEC_PER_SEC));
+		client_queue_error(cl, -ETIMEDOUT, msg);
 	} else {
-		log_debug("control: client pid %d does not read its reply, closing", (int)cl->cred.pid);
+		c->stats.reply_timeouts++;
+		(void)log_ratelimit_errno(&c->rl_reply, LOG_NOTICE, -ETIMEDOUT,
+					  "control: client pid %d did not read its reply within %u s, closing it (%" PRIu64 " so far)",
+					  (int)cl->cred.pid, (unsigned)(CTL_REPLY_TIMEOUT_USEC / USEC_PER_SEC),
+					  c->stats.reply_timeouts);
 		ctl_client_free(cl);
 	}
 	cl->dispatching = false;
 	if (cl->closed)
 		free(cl);
 	return 0;
+}
+
+/* Whether a is a better victim than b (NULL: none yet). */
+static bool more_idle(const struct ctl_client *a, const struct ctl_client *b)
+{
+	if (!b)
+		return true;
+	/* A client that never asked anything goes before one that has been served. */
+	if ((a->requests == 0) != (b->requests == 0))
+		return a->requests == 0;
+	return a->idle_since < b->idle_since;
+}
+
+struct ctl_client *ctl_client_idlest(struct ctl *c)
+{
+	struct ctl_client *best = NULL;
+	char b;
+
+	for (struct ctl_client *cl = c->clients; cl; cl = cl->next) {
+		if (cl->state != CLIENT_READING || cl->dispatching || !more_idle(cl, best))
+			continue;
+		/* A request already queued on the socket is not idleness: it is next in line. */
+		if (recv(cl->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+			continue;
+		best = cl;
+	}
+	return best;
+}
+
+void ctl_client_evict(struct ctl_client *cl)
+{
+	_cleanup_free_ char *text = NULL;
+
+	if (ctl_reply_format_error(-EBUSY, "closed to make room for a new client (this one was idle longest)",
+				   &text) == 0)
+		(void)send(cl->fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL);
+	client_finish(cl);
+}
+
+void ctl_request_add_stats(const struct ctl_request *req, struct json_writer *w)
+{
+	struct ctl_stats st;
+
+	if (!req->client)
+		return;
+	ctl_get_stats(req->client->ctl, &st);
+	json_object_open(w, "control");
+	json_add_uint(w, "clients", st.clients);
+	json_add_uint(w, "max_clients", CTL_CLIENTS_MAX);
+	json_add_uint(w, "accepted", st.accepted);
+	json_add_uint(w, "denied", st.denied);
+	json_add_uint(w, "refused", st.refused);
+	json_add_uint(w, "evicted", st.evicted);
+	json_add_uint(w, "idle_timeouts", st.idle_timeouts);
+	json_add_uint(w, "reply_timeouts", st.reply_timeouts);
+	json_add_uint(w, "bad_requests", st.bad_requests);
+	json_object_close(w);
 }
 
 int ctl_client_new(struct ctl *c, int fd, const struct ucred *cred)
@@ -399,11 +493,12 @@ int ctl_client_new(struct ctl *c, int fd, const struct ucred *cred)
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
 		return -ENOMEM;
-	*cl = (struct ctl_client){ .ctl = c, .fd = fd, .cred = *cred, .chunk = CTL_PACKET_MAX };
+	*cl = (struct ctl_client){ .ctl = c, .fd = fd, .cred = *cred, .chunk = CTL_PACKET_MAX,
+				   .idle_since = now_usec(CLOCK_MONOTONIC) };
 	r = sd_event_add_io(c->event, &cl->io, fd, EPOLLIN, on_client_io, cl);
 	if (r >= 0)
 		r = sd_event_add_time_relative(c->event, &cl->timer, CLOCK_MONOTONIC,
-					       CTL_CLIENT_TIMEOUT_USEC, 100 * USEC_PER_MSEC,
+					       CTL_IDLE_TIMEOUT_USEC, 100 * USEC_PER_MSEC,
 					       on_client_timeout, cl);
 	if (r < 0) {
 		sd_event_source_disable_unref(cl->io);

@@ -11,6 +11,7 @@
 #include <systemd/sd-event.h>
 
 #include "ctl.h"
+#include "log.h"
 
 enum client_state {
 	CLIENT_READING,			/* waiting for a request; timer armed */
@@ -27,9 +28,11 @@ struct ctl_client {
 	sd_event_source *io;
 	sd_event_source *timer;
 	enum client_state state;
+	uint64_t idle_since;		/* CLOCK_MONOTONIC µs: entered CLIENT_READING */
+	uint64_t requests;		/* complete requests received */
 	struct ucred cred;
 	struct ctl_request *req;	/* CLIENT_PENDING: the request a handler owns */
-	char *out;			/* CLIENT_WRITING: reply text */
+	char *out;			/* CLIENT_WRITING: reply text (counted in ctl->queued) */
 	size_t out_len;
 	size_t out_off;
 	size_t chunk;			/* bytes per packet */
@@ -61,6 +64,10 @@ struct ctl {
 	void *userdata;
 	struct ctl_client *clients;
 	unsigned nr_clients;
+	size_t queued;			/* bytes of every client's out */
+	struct ctl_stats stats;
+	/* one per kind of trouble, so that one kind cannot hide another */
+	struct log_ratelimit rl_denied, rl_evicted, rl_refused, rl_idle, rl_reply;
 	char rbuf[CTL_REQUEST_MAX + 1];
 };
 
@@ -70,6 +77,17 @@ struct ctl {
  * taken: the caller rejects and closes it).
  */
 int ctl_client_new(struct ctl *c, int fd, const struct ucred *cred);
+
+/*
+ * The client to evict for a new one, or NULL: among the clients waiting
+ * for a request with none queued unread on their socket, the one
+ * connected longest of those that never sent a request, else the one
+ * waiting longest. Borrowed from c.
+ */
+struct ctl_client *ctl_client_idlest(struct ctl *c);
+
+/* Tell an idle client it makes room for a new one (EBUSY), then close and free it. */
+void ctl_client_evict(struct ctl_client *cl);
 
 /* Close the client (now, or once its callback returns) and unlink it from its ctl. */
 void ctl_client_free(struct ctl_client *cl);

@@ -3,8 +3,9 @@
  * The control socket itself: creating it (directory, stale socket, mode
  * and group), checking each peer (root, or a member of the configured
  * group, by SO_PEERCRED, SO_PEERGROUPS or /proc), accepting without
- * blocking (refusing over CTL_CLIENTS_MAX, pausing on EMFILE) and
- * closing. Each accepted client is served by ctl-client.c.
+ * blocking (at CTL_CLIENTS_MAX evicting the client idle longest, or
+ * refusing when none is idle; pausing on EMFILE), counting and logging
+ * (rate-limited) the clients refused, and closing. Each accepted client is served by ctl-client.c.
  */
 #include <fcntl.h>
 #include <grp.h>
@@ -25,6 +26,13 @@
 #endif
 
 #define ACCEPT_RETRY_USEC (100 * USEC_PER_MSEC)
+/*
+ * Connections accepted per wakeup. A flood of connections must not keep
+ * the loop in accept() while the clients already in hold requests: those
+ * are served first (the listening socket also has a lower priority than
+ * the clients), and only then are more accepted.
+ */
+#define ACCEPT_BATCH 16
 
 /* ---- peers ---- */
 
@@ -117,46 +125,84 @@ static int on_retry_accept(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* 0 if the peer may use the socket; else -EACCES after refusing it (fd closed). */
+static int check_peer(struct ctl *c, int fd, const struct ucred *cred)
+{
+	char msg[160];
+	int r;
+
+	if (cred->uid == 0)
+		return 0;
+	r = c->has_group ? peer_in_group(fd, cred, c->gid) : 0;
+	if (r > 0)
+		return 0;
+	if (c->has_group)
+		(void)snprintf(msg, sizeof(msg),
+			       "permission denied: uid %u is neither root nor in group '%s'",
+			       (unsigned)cred->uid, c->group);
+	else
+		(void)snprintf(msg, sizeof(msg),
+			       "permission denied: uid %u is not root (no [control] group is configured)",
+			       (unsigned)cred->uid);
+	c->stats.denied++;
+	(void)log_ratelimit_errno(&c->rl_denied, LOG_NOTICE, r < 0 ? r : -EACCES,
+				  "control: refused uid %u pid %d (%" PRIu64 " refused so far)",
+				  (unsigned)cred->uid, (int)cred->pid, c->stats.denied);
+	reject(fd, -EACCES, msg);
+	return -EACCES;
+}
+
+/*
+ * At the cap, close the client idle longest to make room: a client that
+ * holds a connection without asking anything must not lock out one that
+ * does. Only when every client is busy is the new one refused.
+ * Returns 0 if there is room now, -EBUSY after refusing fd.
+ */
+static int make_room(struct ctl *c, int fd, const struct ucred *cred)
+{
+	struct ctl_client *victim;
+	char msg[160];
+
+	if (c->nr_clients < CTL_CLIENTS_MAX)
+		return 0;
+	victim = ctl_client_idlest(c);
+	if (victim) {
+		c->stats.evicted++;
+		(void)log_ratelimit_errno(&c->rl_evicted, LOG_NOTICE, -EBUSY,
+					  "control: %u clients connected, closed idle client pid %d for pid %d (%" PRIu64 " evicted so far)",
+					  c->nr_clients, (int)victim->cred.pid, (int)cred->pid,
+					  c->stats.evicted);
+		ctl_client_evict(victim);
+		return 0;
+	}
+	c->stats.refused++;
+	(void)log_ratelimit_errno(&c->rl_refused, LOG_NOTICE, -EBUSY,
+				  "control: refused pid %d, %u clients connected and none idle (%" PRIu64 " refused so far)",
+				  (int)cred->pid, c->nr_clients, c->stats.refused);
+	(void)snprintf(msg, sizeof(msg), "too many clients (%u), try again", c->nr_clients);
+	reject(fd, -EBUSY, msg);
+	return -EBUSY;
+}
+
 static void accept_one(struct ctl *c, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	char msg[160];
 	int r;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		(void)close(fd);
 		return;
 	}
-	if (cred.uid != 0) {
-		r = c->has_group ? peer_in_group(fd, &cred, c->gid) : 0;
-		if (r <= 0) {
-			if (c->has_group)
-				(void)snprintf(msg, sizeof(msg),
-					       "permission denied: uid %u is neither root nor in group '%s'",
-					       (unsigned)cred.uid, c->group);
-			else
-				(void)snprintf(msg, sizeof(msg),
-					       "permission denied: uid %u is not root (no [control] group is configured)",
-					       (unsigned)cred.uid);
-			log_notice("control: refused uid %u pid %d: %s", (unsigned)cred.uid, (int)cred.pid,
-				   r < 0 ? strerror(-r) : "not authorised");
-			reject(fd, -EACCES, msg);
-			return;
-		}
-	}
-	if (c->nr_clients >= CTL_CLIENTS_MAX) {
-		log_debug("control: refused pid %d: %u clients connected", (int)cred.pid, c->nr_clients);
-		(void)snprintf(msg, sizeof(msg), "too many clients (%u), try again", c->nr_clients);
-		reject(fd, -EBUSY, msg);
+	if (check_peer(c, fd, &cred) < 0 || make_room(c, fd, &cred) < 0)
 		return;
-	}
-
 	r = ctl_client_new(c, fd, &cred);
 	if (r < 0) {
 		log_errno(LOG_WARNING, r, "control: cannot watch a new client, closing it");
 		reject(fd, r, r == -ENOMEM ? "out of memory" : "server error");
+		return;
 	}
+	c->stats.accepted++;
 }
 
 static int on_listen_io(sd_event_source *s, int lfd, uint32_t revents, void *userdata)
@@ -164,7 +210,7 @@ static int on_listen_io(sd_event_source *s, int lfd, uint32_t revents, void *use
 	struct ctl *c = userdata;
 	int r;
 
-	for (;;) {
+	for (unsigned n = 0; n < ACCEPT_BATCH; n++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd >= 0) {
@@ -193,6 +239,7 @@ static int on_listen_io(sd_event_source *s, int lfd, uint32_t revents, void *use
 			(void)sd_event_source_set_enabled(c->listen_io, SD_EVENT_ON);
 		return 0;
 	}
+	return 0;		/* more may wait: the socket is still readable, we come back */
 }
 
 /* ---- the socket ---- */
@@ -342,6 +389,11 @@ int ctl_new(struct sd_event *e, const char *path, const char *group,
 	c->group = group ? strdup(group) : NULL;
 	c->has_group = !!group;
 	c->gid = gid;
+	c->rl_denied = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	c->rl_evicted = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	c->rl_refused = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	c->rl_idle = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	c->rl_reply = (struct log_ratelimit)LOG_RATELIMIT_INIT;
 	if (!c->path || (group && !c->group)) {
 		r = -ENOMEM;
 		goto fail;
@@ -378,6 +430,8 @@ int ctl_new(struct sd_event *e, const char *path, const char *group,
 		goto fail;
 	}
 	r = sd_event_add_io(e, &c->listen_io, c->fd, EPOLLIN, on_listen_io, c);
+	if (r >= 0)
+		r = sd_event_source_set_priority(c->listen_io, SD_EVENT_PRIORITY_NORMAL + 1);
 	if (r < 0)
 		goto fail;
 	*ret = c;
@@ -385,6 +439,12 @@ int ctl_new(struct sd_event *e, const char *path, const char *group,
 fail:
 	ctl_free(c);
 	return r;
+}
+
+void ctl_get_stats(const struct ctl *c, struct ctl_stats *ret)
+{
+	*ret = c->stats;
+	ret->clients = c->nr_clients;
 }
 
 struct ctl *ctl_free(struct ctl *c)

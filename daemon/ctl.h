@@ -8,11 +8,15 @@
  * ctl_reply*(): snapshot, for one, replies only after every CPU reader has
  * flushed.
  *
- * Limits: CTL_CLIENTS_MAX connected clients (more are told so and closed),
- * CTL_CLIENT_TIMEOUT_USEC to send a complete request or to read a reply,
- * CTL_REQUEST_MAX bytes per request, CTL_REPLY_MAX bytes per reply.
- * Malformed requests get an error reply and the connection is closed;
- * nothing a client does blocks the loop.
+ * Limits: CTL_CLIENTS_MAX connected clients (at the cap, the client idle
+ * longest makes room for the new one; only when none is idle is the new
+ * one refused), CTL_IDLE_TIMEOUT_USEC to send a request,
+ * CTL_REPLY_TIMEOUT_USEC to read a reply, CTL_REQUEST_MAX bytes per
+ * request, CTL_REPLY_MAX bytes per reply and CTL_QUEUED_MAX bytes of
+ * replies waiting for all clients together. Malformed requests get an
+ * error reply and the connection is closed; nothing a client does blocks
+ * the loop. Refused, evicted and timed-out clients are counted
+ * (ctl_get_stats()) and logged at most once a minute per kind.
  *
  * Everything runs on the loop's thread; nothing here is thread-safe.
  */
@@ -20,6 +24,7 @@
 #define STACKMAPD_CTL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "ctl-proto.h"
@@ -29,8 +34,22 @@ struct sd_event;
 struct ctl;
 struct ctl_request;
 
-#define CTL_CLIENTS_MAX 64
-#define CTL_CLIENT_TIMEOUT_USEC (5 * USEC_PER_SEC)
+#define CTL_CLIENTS_MAX 128
+#define CTL_IDLE_TIMEOUT_USEC (2 * USEC_PER_SEC)	/* to send a request */
+#define CTL_REPLY_TIMEOUT_USEC (5 * USEC_PER_SEC)	/* to read the whole reply */
+#define CTL_QUEUED_MAX (16u << 20)			/* reply bytes waiting, all clients */
+
+/* Counters since the server started (status "control" object). */
+struct ctl_stats {
+	unsigned clients;		/* connected now */
+	uint64_t accepted;		/* connections served */
+	uint64_t denied;		/* peers neither root nor in the group */
+	uint64_t refused;		/* at the cap with no idle client to evict */
+	uint64_t evicted;		/* idle clients closed to make room */
+	uint64_t idle_timeouts;		/* no request within CTL_IDLE_TIMEOUT_USEC */
+	uint64_t reply_timeouts;	/* reply not read within CTL_REPLY_TIMEOUT_USEC */
+	uint64_t bad_requests;		/* malformed requests */
+};
 
 struct ctl_handlers {
 	/*
@@ -96,6 +115,16 @@ int ctl_reply(struct ctl_request *req, struct json_writer *w);
  * EACCES/EPERM to "permission denied". Frees req. Returns 0 or -ENOMEM.
  */
 int ctl_reply_error(struct ctl_request *req, int error, const char *fmt, ...) _printf_(3, 4);
+
+/* Copy c's counters to *ret. */
+void ctl_get_stats(const struct ctl *c, struct ctl_stats *ret);
+
+/*
+ * Add the server's counters as the object "control" to the reply w that
+ * ctl_reply_begin() opened for req (nothing when req's client has gone:
+ * the reply is dropped anyway).
+ */
+void ctl_request_add_stats(const struct ctl_request *req, struct json_writer *w);
 
 /* The request's command word (borrowed from req). */
 const char *ctl_request_command(const struct ctl_request *req);

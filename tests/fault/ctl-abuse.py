@@ -1,79 +1,133 @@
 #!/usr/bin/env python3
-# Abuse of the control socket (used by ctl-abuse.sh): opens N idle
-# connections, sends garbage, an oversized request, a request one byte per
-# 100 ms, and a request whose reply is never read, all at once; meanwhile
-# runs `stackmapctl status` repeatedly and reports the slowest answer.
-# Prints "worst_status_s=X failures=N" and the failures.
-import os, socket, subprocess, sys, threading, time
+# Abuse of the control socket (used by ctl-abuse.sh). For SECONDS, all at
+# once: N idle connections, each replaced as soon as the daemon closes it so
+# that N stay connected throughout; garbage, truncated and oversized
+# requests; a request sent one byte per 100 ms; clients that send requests
+# and never read the replies. Meanwhile runs `stackmapctl status`
+# repeatedly and measures each answer.
+# Prints "worst_status_s=X failures=N runs=N idle=N idle_closed=N" and the
+# failures; exit 1 if a helper itself broke.
+import os, select, socket, subprocess, sys, threading, time
 
 sock_path, ctl, n_idle, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-conns, stop = [], threading.Event()
+stop = threading.Event()
+lock = threading.Lock()
+problems = []           # the harness's own failures (not the daemon's)
+idle_closed = [0]
+
 
 def connect():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(sock_path)
     return s
 
-for _ in range(n_idle):
+
+def idle_keeper():
+    conns = []
     try:
-        conns.append(connect())
+        while not stop.is_set():
+            while len(conns) < n_idle and not stop.is_set():
+                conns.append(connect())
+            # the daemon closes an idle client after its idle timeout or to
+            # make room for a new one: replace it, keeping the pressure on
+            ready, _, _ = select.select(conns, [], [], 0.2)
+            for s in ready:
+                try:
+                    while s.recv(65536, socket.MSG_DONTWAIT):
+                        pass
+                except (BlockingIOError, ConnectionResetError):
+                    pass
+                conns.remove(s)
+                s.close()
+                with lock:
+                    idle_closed[0] += 1
     except OSError as e:
-        print("idle connect failed:", e)
-        break
+        problems.append("idle client: %s" % e)
+    for s in conns:
+        s.close()
+
 
 def garbage():
+    payloads = (os.urandom(100), b"\0\0\0", b"stat", b"status " + b"x=" * 3000, b"A" * 70000,
+                b"status \xff\xfe", b"list a=\"unterminated")
+    while not stop.is_set():
+        for p in payloads:
+            try:
+                s = connect()
+                try:
+                    s.send(p)
+                except OSError:
+                    pass
+                s.close()
+            except OSError:
+                pass
+        time.sleep(0.02)
+
+
+def slow():
     while not stop.is_set():
         try:
             s = connect()
-            for payload in (os.urandom(100), b"\0\0\0", b"status " + b"x=" * 3000, b"A" * 70000):
-                try:
-                    s.send(payload)
-                except OSError:
-                    pass
+            for c in b"status":
+                if stop.is_set():
+                    break
+                s.send(bytes([c]))
+                time.sleep(0.1)
             s.close()
         except OSError:
             pass
-        time.sleep(0.05)
 
-def slow():
-    try:
-        s = connect()
-        for c in b"status":
-            if stop.is_set():
-                break
-            s.send(bytes([c]))
-            time.sleep(0.1)
-        conns.append(s)
-    except OSError:
-        pass
 
 def never_reads():
-    try:
-        s = connect()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
-        for _ in range(200):
-            s.send(b"list")
-        conns.append(s)
-    except OSError:
-        pass
+    # keep asking and never read: the daemon's replies back up until it
+    # must give up on this client (it closes it after its reply deadline)
+    held = []
+    while not stop.is_set():
+        if len(held) < 2:
+            try:
+                s = connect()
+                s.setblocking(False)
+                held.append(s)
+            except OSError:
+                pass
+        for s in list(held):
+            try:
+                s.send(b"status")
+            except BlockingIOError:
+                pass
+            except OSError:
+                held.remove(s)  # the daemon closed it
+                s.close()
+        stop.wait(0.01)
+    for s in held:
+        s.close()
 
-threads = [threading.Thread(target=f) for f in (garbage, garbage, slow, never_reads)]
+
+threads = [threading.Thread(target=f) for f in (idle_keeper, garbage, garbage, slow, never_reads)]
 for t in threads:
     t.start()
-worst, failures, end = 0.0, [], time.time() + seconds
+time.sleep(1)           # let the idle clients fill the server first
+worst, failures, runs, end = 0.0, [], 0, time.time() + seconds
 while time.time() < end:
     t0 = time.time()
-    r = subprocess.run([ctl, "--socket", sock_path, "status"], capture_output=True, timeout=30)
+    try:
+        r = subprocess.run([ctl, "--socket", sock_path, "status"], capture_output=True, timeout=30)
+        rc, err = r.returncode, r.stderr.decode().strip()
+    except subprocess.TimeoutExpired:
+        rc, err = -1, "no answer in 30 s"
     dt = time.time() - t0
     worst = max(worst, dt)
-    if r.returncode != 0:
-        failures.append("status exited %d after %.2fs: %s" % (r.returncode, dt, r.stderr.decode().strip()))
+    runs += 1
+    if rc != 0:
+        failures.append("status exited %d after %.2fs: %s" % (rc, dt, err))
+    elif dt > 1.0:
+        failures.append("status took %.2fs" % dt)
     time.sleep(0.2)
 stop.set()
 for t in threads:
     t.join()
-for s in conns:
-    s.close()
-print("worst_status_s=%.2f failures=%d idle=%d" % (worst, len(failures), len(conns)))
-for f in failures[:5]:
+print("worst_status_s=%.2f failures=%d runs=%d idle=%d idle_closed=%d"
+      % (worst, len(failures), runs, n_idle, idle_closed[0]))
+for f in failures[:5] + problems:
     print(f)
+sys.exit(1 if problems else 0)

@@ -221,7 +221,9 @@ python3 - "$sock" > "$tmp/raw.out" 2>&1 <<-'EOF' &
 	print("silent-started", flush=True)
 	for s in silent:
 	    r = s.recv(4096).decode()
-	    print("silent", "ok" if "ETIMEDOUT" in r else "WRONG", "%.1f" % (time.time() - t), r)
+	    dt = time.time() - t
+	    # the idle timeout is 2 s
+	    print("silent", "ok" if "ETIMEDOUT" in r and 1.5 <= dt <= 4 else "WRONG", "%.1f" % dt, r)
 	# leave before the reply: the snapshot still happens, nothing breaks
 	s = conn()
 	s.send(b"snapshot")
@@ -240,6 +242,14 @@ grep -q WRONG "$tmp/raw.out" && fail "$(grep WRONG "$tmp/raw.out")"
 [ "$(grep -c '^garbage ok' "$tmp/raw.out")" = 7 ] && grep -q '^ping ok' "$tmp/raw.out" && grep -q '^left ok' "$tmp/raw.out" ||
 	fail "raw client: not every case answered: $(cat "$tmp/raw.out")"
 [ "$(grep -c '^silent ok' "$tmp/raw.out")" = 3 ] || fail "silent clients: $(grep silent "$tmp/raw.out")"
+ctl status --json > "$tmp/st.json" || fail "status"
+json "$tmp/st.json" 'r["control"]["idle_timeouts"] >= 3 and r["control"]["bad_requests"] >= 5
+	and r["control"]["denied"] >= 2 and r["control"]["clients"] == 1' ||
+	fail "status control counters: $(cat "$tmp/st.json")"
+n=$(grep -c 'control: client pid [0-9]* sent no request within 2 s' "$tmp/daemon.log")
+[ "$n" = 1 ] || fail "$n log lines for 3 silent clients, expected 1 (rate-limited)"
+n=$(grep -c 'control: refused uid 65534' "$tmp/daemon.log")
+[ "$n" = 1 ] || fail "$n log lines for the refused peers, expected 1 (rate-limited)"
 load 50
 ctl snapshot >/dev/null || fail "snapshot after hostile clients"
 after=$(events_total) || fail "status after hostile clients"
