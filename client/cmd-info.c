@@ -79,6 +79,7 @@ struct info {
 	uint64_t rec_unknown;
 	uint64_t stack_entries;
 	uint64_t bad_stacks;
+	bool bad_index;		/* an INDEX record whose payload does not decode */
 	struct note *notes;
 	size_t n_notes;
 };
@@ -248,6 +249,16 @@ static int info_record(struct info *in, const struct segment_record *rec)
 		in->n_notes++;
 		return 0;
 	}
+	case SEGMENT_REC_INDEX: {
+		struct segment_index x;
+
+		/* a complete segment's INDEX was checked at open; an unfinished one's was not */
+		if (segment_index_decode(rec->data, rec->len, &x) < 0)
+			in->bad_index = true;
+		else
+			free(x.cpus);
+		return 0;
+	}
 	default:
 		return 0;
 	}
@@ -303,7 +314,7 @@ static int info_load(struct info *in)
 
 static const char *info_state(const struct info *in)
 {
-	if (in->end < 0)
+	if (in->end < 0 || in->bad_index)
 		return "damaged";
 	return segment_reader_complete(in->r) ? "complete" : "unfinished";
 }
@@ -397,6 +408,8 @@ static void info_print(const struct info *in)
 		printf("\ndamage:       offset %" PRIu64 ": %s; the figures below cover the %" PRIu64
 		       " intact records before it", segment_reader_error_offset(in->r),
 		       segment_reader_error(in->r), in->records);
+	else if (in->bad_index)
+		printf("\ndamage:       its INDEX record does not decode");
 	printf("\nfile size:    %" PRIu64 " bytes, %" PRIu64 " records\n",
 	       segment_reader_file_size(in->r), in->records);
 	for (size_t i = 0; i < ARRAY_SIZE(meta_shown); i++) {
@@ -507,6 +520,8 @@ static int info_print_json(const struct info *in)
 	if (in->end < 0) {
 		json_add_uint(&w, "error_offset", segment_reader_error_offset(in->r));
 		json_add_string(&w, "error", segment_reader_error(in->r));
+	} else if (in->bad_index) {
+		json_add_string(&w, "error", "its INDEX record does not decode");
 	}
 	json_object_open(&w, "meta");
 	for (size_t i = 0; i < in->meta.n; i++)
@@ -566,7 +581,7 @@ static int info_one(const char *path, bool json)
 			info_print(&in);
 		if (k < 0)
 			ret = 1;
-		if (in.end < 0)
+		if (in.end < 0 || in.bad_index)
 			ret = 1;
 	}
 	info_done(&in);

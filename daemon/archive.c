@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <dirent.h>
+/*
+ * The archive (archive.h): the segment being written and the appends to
+ * it, rotation, retention and the figures for status. What the directory
+ * holds at start is archive-scan.c; write errors are archive-outage.c.
+ */
 #include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -9,135 +13,19 @@
 #include <sys/statvfs.h>
 #include <zstd.h>
 
-#include "archive.h"
+#include "archive-internal.h"
 #include "stacktab.h"
 #include "transcode.h"
 #include "util.h"
-
-struct finished {
-	char *name;		/* file name in the directory */
-	uint64_t seq;
-	uint64_t bytes;
-};
-
-struct archive {
-	char *dir;
-	unsigned nr_cpus;
-	int level;
-	bool sync;
-	struct rotation_policy policy;
-	const struct archive_hooks *hooks;
-	void *userdata;
-
-	/* lock protects cur, the writer's file and the stacks/cpus of cur */
-	pthread_mutex_t lock;
-	struct archive_segment *cur;
-	ZSTD_CCtx *cctx;		/* for STACKS records, under lock */
-	struct buf stacks;		/* scratch, under lock */
-	uint64_t next_seq;
-
-	int rotate_fd;
-	atomic_bool rotate_requested;
-
-	/* main thread only */
-	struct finished *done;
-	size_t nr_done, done_cap;
-
-	atomic_uint_fast64_t frames;
-	atomic_uint_fast64_t write_errors;
-	uint64_t deleted;
-	uint64_t recovered;
-};
-
-static int finished_cmp(const void *a, const void *b)
-{
-	const struct finished *x = a, *y = b;
-
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int add_finished(struct archive *a, const char *name, uint64_t seq, uint64_t bytes)
-{
-	struct finished *f;
-
-	if (a->nr_done == a->done_cap) {
-		size_t cap = a->done_cap ? a->done_cap * 2 : 64;
-
-		f = realloc(a->done, cap * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		a->done = f;
-		a->done_cap = cap;
-	}
-	f = &a->done[a->nr_done];
-	f->name = strdup(name);
-	if (!f->name)
-		return -ENOMEM;
-	f->seq = seq;
-	f->bytes = bytes;
-	a->nr_done++;
-	if (seq >= a->next_seq)
-		a->next_seq = seq + 1;
-	return 0;
-}
-
-/* Finish what a crash left behind: every .part becomes a finished, truncated segment. */
-static int scan_directory(struct archive *a)
-{
-	DIR *d;
-	struct dirent *de;
-	int r = 0;
-
-	d = opendir(a->dir);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		_cleanup_free_ char *path = NULL, *final = NULL;
-		struct stat st;
-		uint64_t seq;
-
-		if (segment_name_is_part(de->d_name)) {
-			if (strprintf(&path, "%s/%s", a->dir, de->d_name) < 0) {
-				r = -ENOMEM;
-				break;
-			}
-			r = segment_recover(path, NULL,
-					    "recovered at start: the daemon stopped before finishing "
-					    "this segment; records after the last complete one are lost",
-					    &final);
-			if (r < 0)
-				break;
-			a->recovered++;
-			if (!final)
-				continue;	/* nothing valid in it: deleted */
-			if (stat(final, &st) < 0 || segment_name_seq(strrchr(final, '/') + 1, &seq) < 0)
-				continue;
-			r = add_finished(a, strrchr(final, '/') + 1, seq, (uint64_t)st.st_size);
-		} else if (segment_name_is_finished(de->d_name)) {
-			if (segment_name_seq(de->d_name, &seq) < 0)
-				continue;
-			if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
-				continue;
-			r = add_finished(a, de->d_name, seq, (uint64_t)st.st_size);
-		}
-		if (r < 0)
-			break;
-	}
-	closedir(d);
-	if (r < 0)
-		return r;
-	if (a->nr_done)
-		qsort(a->done, a->nr_done, sizeof(*a->done), finished_cmp);
-	return 0;
-}
 
 int archive_open(const struct archive_params *p, struct archive **ret)
 {
 	struct archive *a;
 	int r;
 
-	if (mkdir(p->directory, 0750) < 0 && errno != EEXIST)
-		return -errno;
+	r = archive_make_directory(p->directory);
+	if (r < 0)
+		return r;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
@@ -158,7 +46,9 @@ int archive_open(const struct archive_params *p, struct archive **ret)
 		archive_free(a);
 		return r;
 	}
-	r = scan_directory(a);
+	r = outage_init(&a->out, a->nr_cpus);
+	if (r >= 0)
+		r = archive_scan_directory(a);
 	if (r < 0) {
 		archive_free(a);
 		return r;
@@ -253,6 +143,7 @@ int archive_start(struct archive *a)
 static int write_stacks_locked(struct archive *a, struct archive_segment *s,
 			       struct dstack *const *refs, size_t n)
 {
+	size_t addrs_len = s->addrs.len;
 	int r;
 
 	buf_reset(&a->stacks);
@@ -268,18 +159,27 @@ static int write_stacks_locked(struct archive *a, struct archive_segment *s,
 		if (d->emitted_seq == s->seq)
 			continue;
 		r = stacktab_encode(&a->stacks, &e);
+		if (r >= 0)
+			r = buf_append(&s->addrs, d->ips, 8u * d->nr);
 		if (r < 0)
-			return r;
-		r = buf_append(&s->addrs, d->ips, 8u * d->nr);
-		if (r < 0)
-			return r;
-		d->emitted_seq = s->seq;
-		s->dstacks++;
+			goto fail;
 	}
 	if (!a->stacks.len)
 		return 0;
-	return segment_writer_append(s->writer, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, a->stacks.data,
-				     a->stacks.len, a->level, a->cctx);
+	r = segment_writer_append(s->writer, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, a->stacks.data,
+				  a->stacks.len, a->level, a->cctx);
+	if (r < 0)
+		goto fail;
+	/* only once they are in the segment: otherwise a later frame writes them */
+	for (size_t i = 0; i < n; i++)
+		if (refs[i]->emitted_seq != s->seq) {
+			refs[i]->emitted_seq = s->seq;
+			s->dstacks++;
+		}
+	return 0;
+fail:
+	s->addrs.len = addrs_len;
+	return r;
 }
 
 /* The rotation policy's one decision, for the segment being written. */
@@ -291,26 +191,20 @@ static bool segment_due_locked(const struct archive *a, const struct archive_seg
 			    now > s->opened_mono_usec ? now - s->opened_mono_usec : 0);
 }
 
-int archive_append_frame(struct archive *a, const struct archive_frame *f)
+/* Write what a frame holds to s. Locked. Returns 0 or -errno. */
+static int write_frame_locked(struct archive *a, struct archive_segment *s,
+			      const struct archive_frame *f)
 {
-	struct archive_segment *s;
-	bool due = false;
-	int r = 0;
+	int r;
 
-	pthread_mutex_lock(&a->lock);
-	s = a->cur;
-	if (!s) {
-		r = -ESHUTDOWN;
-		goto out;
-	}
 	r = write_stacks_locked(a, s, f->refs, f->nr_refs);
 	if (r < 0)
-		goto out;
+		return r;
 	if (f->stored) {
 		r = segment_writer_append_compressed(s->writer, SEGMENT_REC_PAGES, f->cpu, f->stored,
 						     f->stored_len, f->raw_len);
 		if (r < 0)
-			goto out;
+			return r;
 	}
 	if (f->cpu < s->nr_cpus) {
 		struct segment_cpu_index *ci = &s->cpus[f->cpu];
@@ -336,39 +230,111 @@ int archive_append_frame(struct archive *a, const struct archive_frame *f)
 		uint8_t g[SEGMENT_GENERATION_SIZE];
 
 		segment_generation_encode(f->boundary, g);
-		r = segment_writer_append(s->writer, SEGMENT_REC_GENERATION, f->cpu, g, sizeof(g), 0,
-					  NULL);
-		if (r < 0)
-			goto out;
+		/* the pages are in: a lost boundary is a write error, not lost events */
+		(void)segment_writer_append(s->writer, SEGMENT_REC_GENERATION, f->cpu, g, sizeof(g),
+					    0, NULL);
 	}
+	return 0;
+}
+
+/* What happened to a write, for logging outside the lock. */
+struct write_outcome {
+	int r;
+	bool began, ended;
+	struct outage_summary summary;
+};
+
+/*
+ * Write through the outage state (locked): during an outage and before its
+ * next retry, nothing is tried. A loss not yet recorded is written first.
+ */
+static int write_guarded_locked(struct archive *a, struct archive_segment *s,
+				const struct archive_frame *f, enum segment_rec_type type,
+				uint32_t cpu, const void *payload, size_t len,
+				struct write_outcome *o)
+{
+	int r;
+
+	if (!outage_may_write_locked(&a->out)) {
+		r = a->out.error;
+		goto fail;
+	}
+	r = outage_record_locked(&a->out, s, a->nr_cpus);
+	if (r < 0)
+		goto fail;
+	if (f)
+		r = write_frame_locked(a, s, f);
+	else
+		r = segment_writer_append(s->writer, type, cpu, payload, len,
+					  len > 256 ? a->level : 0, a->cctx);
+	if (r >= 0) {
+		/* over only once more than the loss record fits */
+		o->ended = outage_end_locked(&a->out, &o->summary);
+		return 0;
+	}
+fail:
+	if (r == -EINVAL || r == -EFBIG || r == -ENOMEM)
+		return o->r = r;	/* about the record, not the disk */
+	if (f)
+		outage_drop_locked(&a->out, f, a->nr_cpus);
+	if (r != a->out.error || !a->out.active || outage_may_write_locked(&a->out))
+		o->began = outage_failed_locked(&a->out, r);
+	return o->r = r;
+}
+
+static void log_outcome(struct archive *a, const struct write_outcome *o)
+{
+	if (o->ended)
+		outage_log_end(a, &o->summary);
+	if (o->began)
+		outage_log_begin(a, o->r);
+	else if (o->r < 0 && o->r != -ESHUTDOWN)
+		outage_log_retry(a, o->r);
+}
+
+int archive_append_frame(struct archive *a, const struct archive_frame *f)
+{
+	struct write_outcome o = { 0 };
+	struct archive_segment *s;
+	bool due = false;
+
+	pthread_mutex_lock(&a->lock);
+	s = a->cur;
+	if (!s) {
+		o.r = -ESHUTDOWN;
+		goto out;
+	}
+	if (write_guarded_locked(a, s, f, 0, 0, NULL, 0, &o) < 0)
+		goto out;
 	atomic_fetch_add(&a->frames, 1);
 	/* under the lock: a request always belongs to the segment that is current */
 	due = segment_due_locked(a, s) && !atomic_exchange(&a->rotate_requested, true);
 out:
 	pthread_mutex_unlock(&a->lock);
-	if (r < 0)
+	if (o.r < 0 && o.r != -ESHUTDOWN)
 		atomic_fetch_add(&a->write_errors, 1);
+	log_outcome(a, &o);
 	if (due) {
 		uint64_t one = 1;
 
 		(void)!write(a->rotate_fd, &one, sizeof(one));
 	}
-	return r;
+	return o.r;
 }
 
 int archive_append_record(struct archive *a, enum segment_rec_type type, uint32_t cpu,
 			  const void *payload, size_t len)
 {
-	int r = -ESHUTDOWN;
+	struct write_outcome o = { .r = -ESHUTDOWN };
 
 	pthread_mutex_lock(&a->lock);
 	if (a->cur)
-		r = segment_writer_append(a->cur->writer, type, cpu, payload, len,
-					  len > 256 ? a->level : 0, a->cctx);
+		(void)write_guarded_locked(a, a->cur, NULL, type, cpu, payload, len, &o);
 	pthread_mutex_unlock(&a->lock);
-	if (r < 0)
+	if (o.r < 0 && o.r != -ESHUTDOWN)
 		atomic_fetch_add(&a->write_errors, 1);
-	return r;
+	log_outcome(a, &o);
+	return o.r;
 }
 
 int archive_rotate_fd(const struct archive *a)
@@ -404,21 +370,71 @@ uint64_t archive_age_left(struct archive *a)
 	return rotation_age_left(&a->policy, now > opened ? now - opened : 0);
 }
 
+/* The last segment of a run takes a loss that no later segment will. Logs. */
+static void record_loss_last(struct archive *a, struct archive_segment *s)
+{
+	struct outage_summary sum;
+	bool ended = false;
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = outage_record_locked(&a->out, s, a->nr_cpus);
+	if (r >= 0)
+		ended = outage_end_locked(&a->out, &sum);
+	pthread_mutex_unlock(&a->lock);
+	if (ended)
+		outage_log_end(a, &sum);
+	else if (r < 0)
+		log_errno(LOG_ERR, r, "the events dropped since writing to '%s' failed cannot be "
+			  "recorded in the archive either", a->dir);
+}
+
+/*
+ * A segment whose tail could not be written: make it a valid segment that
+ * ends with its last complete record, as a start would. Logs.
+ */
+static int salvage(struct archive *a, const char *part, int error)
+{
+	_cleanup_free_ char *final = NULL;
+	int r;
+
+	r = segment_recover(part, NULL,
+			    "finished after a write error: records after the last complete one "
+			    "are lost", &final);
+	if (r < 0)
+		return log_errno(LOG_ERR, error, "cannot finish the segment '%s'; it is recovered "
+				 "at the next start", part);
+	log_errno(LOG_WARNING, error, "could not finish the segment '%s' normally; kept its "
+		  "complete records as '%s'", part, final ? final : "(nothing to keep)");
+	if (final) {
+		uint64_t seq;
+		struct stat st;
+
+		if (stat(final, &st) == 0 && segment_name_seq(strrchr(final, '/') + 1, &seq) == 0)
+			(void)archive_add_finished(a, strrchr(final, '/') + 1, seq,
+						   (uint64_t)st.st_size);
+	}
+	return 0;
+}
+
 static int finish_segment(struct archive *a, struct archive_segment *s, bool final, char **ret_path)
 {
 	struct segment_index idx = { 0 };
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *path = NULL, *part = NULL;
 	struct stat st;
 	uint64_t seq = s->seq;
-	int r;
+	int r, end = 0;
 
-	if (a->hooks && a->hooks->end) {
-		r = a->hooks->end(a->userdata, s);
-		if (r < 0) {
-			segment_free_state(s);	/* stays .part: recovered at next start */
-			return r;
-		}
+	part = strdup(segment_writer_path(s->writer));
+	if (!part) {
+		segment_free_state(s);
+		return -ENOMEM;
 	}
+	if (final)
+		record_loss_last(a, s);
+	/* a tail that fails part-way leaves the writer on a record boundary: finish anyway */
+	if (a->hooks && a->hooks->end)
+		end = a->hooks->end(a->userdata, s);
 	idx.flags = s->index_flags | (final ? SEGMENT_INDEX_F_FINAL : 0);
 	idx.unresolved = s->unresolved;
 	idx.nr_cpus = s->nr_cpus;
@@ -427,10 +443,13 @@ static int finish_segment(struct archive *a, struct archive_segment *s, bool fin
 	s->writer = NULL;
 	if (r < 0) {
 		segment_free_state(s);
+		(void)salvage(a, part, r);
 		return r;
 	}
+	if (end < 0)
+		log_errno(LOG_WARNING, end, "the tail records of '%s' are incomplete", path);
 	if (stat(path, &st) == 0)
-		(void)add_finished(a, strrchr(path, '/') + 1, seq, (uint64_t)st.st_size);
+		(void)archive_add_finished(a, strrchr(path, '/') + 1, seq, (uint64_t)st.st_size);
 	if (a->hooks && a->hooks->finished)
 		a->hooks->finished(a->userdata, path, s);
 	segment_free_state(s);
@@ -563,6 +582,15 @@ void archive_get_status(struct archive *a, struct archive_status *ret, char **re
 	ret->write_errors = atomic_load(&a->write_errors);
 	ret->deleted = a->deleted;
 	ret->recovered = a->recovered;
+	ret->quarantined = a->quarantined;
+	pthread_mutex_lock(&a->lock);
+	ret->outage = a->out.active;
+	ret->outage_error = a->out.active ? a->out.error : 0;
+	ret->outage_since_usec = a->out.active ? a->out.begin_realtime_usec : 0;
+	ret->outages = a->out.total_outages;
+	ret->dropped_events = a->out.total_events;
+	ret->dropped_bytes = a->out.total_bytes;
+	pthread_mutex_unlock(&a->lock);
 }
 
 int archive_foreach(struct archive *a, int (*cb)(const char *path, uint64_t bytes, void *userdata),
@@ -581,6 +609,21 @@ int archive_foreach(struct archive *a, int (*cb)(const char *path, uint64_t byte
 	return 0;
 }
 
+uint64_t archive_cpu_dropped(struct archive *a, unsigned cpu, uint64_t *ret_bytes)
+{
+	uint64_t events = 0, bytes = 0;
+
+	pthread_mutex_lock(&a->lock);
+	if (cpu < a->nr_cpus) {
+		events = a->out.total_cpu_events[cpu];
+		bytes = a->out.total_cpu_bytes[cpu];
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (ret_bytes)
+		*ret_bytes = bytes;
+	return events;
+}
+
 const char *archive_directory(const struct archive *a)
 {
 	return a->dir;
@@ -594,6 +637,7 @@ struct archive *archive_free(struct archive *a)
 	for (size_t i = 0; i < a->nr_done; i++)
 		free(a->done[i].name);
 	free(a->done);
+	outage_done(&a->out);
 	buf_done(&a->stacks);
 	ZSTD_freeCCtx(a->cctx);
 	if (a->rotate_fd >= 0)

@@ -83,13 +83,22 @@ struct archive_status {
 	uint64_t write_errors;
 	uint64_t deleted;			/* by retention since start */
 	uint64_t recovered;			/* unfinished segments finished at start */
+	uint64_t quarantined;			/* files named like segments set aside at start */
+	bool outage;				/* writing fails now: frames are dropped */
+	int outage_error;			/* -errno of the current outage */
+	uint64_t outage_since_usec;		/* CLOCK_REALTIME start of the current outage */
+	uint64_t outages;			/* since start */
+	uint64_t dropped_events;		/* not written because writing failed, since start */
+	uint64_t dropped_bytes;			/* their raw page bytes */
 };
 
 struct archive;
 
 /*
- * Open the directory (create it 0750 if missing), recover every unfinished
- * segment in it, learn the finished ones for retention and numbering.
+ * Open the directory (create it and its parents 0750 if missing), recover
+ * every unfinished segment of ours in it and set aside (rename to
+ * NAME.damaged-STAMP, logged) whatever is named like one but is not
+ * provably ours, learn the finished ones for retention and numbering.
  * Does not open a segment yet. p is copied (hooks/userdata borrowed).
  * On success *ret owns the archive. Returns 0 or -errno.
  */
@@ -105,7 +114,10 @@ int archive_start(struct archive *a);
 /*
  * Append a frame to the current segment: the daemon stacks it references
  * that the segment does not hold yet, the PAGES record, and the boundary.
- * Any thread. Returns 0 or -errno (write error; counted).
+ * Any thread. Returns 0 or -errno (write error; counted). On a write error
+ * (ENOSPC, EIO...) an outage begins: frames are dropped and counted per
+ * CPU, writes are retried on a backoff, and the first that succeeds is
+ * preceded by STATS records of the loss (logged at start and end).
  */
 int archive_append_frame(struct archive *a, const struct archive_frame *f);
 
@@ -153,6 +165,9 @@ uint64_t archive_age_left(struct archive *a);
 
 /* Delete the oldest finished segments as the policy says. Main thread. */
 void archive_enforce_retention(struct archive *a);
+
+/* Events (and raw bytes, if ret_bytes) dropped on cpu by write errors since start. */
+uint64_t archive_cpu_dropped(struct archive *a, unsigned cpu, uint64_t *ret_bytes);
 
 /* Counters; path of the current segment (caller frees) if ret_path. */
 void archive_get_status(struct archive *a, struct archive_status *ret, char **ret_path);

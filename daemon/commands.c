@@ -58,6 +58,8 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 		json_add_uint(&w, "bytes", cs->stored_bytes);
 		json_add_uint(&w, "raw_bytes", cs->raw_bytes);
 		json_add_uint(&w, "lost_events", cs->lost_events);
+		json_add_uint(&w, "dropped_events", cs->dropped_events);
+		json_add_uint(&w, "dropped_bytes", cs->dropped_bytes);
 		json_add_double(&w, "rate_events_per_s", cs->events_per_s);
 		json_object_close(&w);
 	}
@@ -81,6 +83,17 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 	json_add_uint(&w, "dedup_stacks", st.dedup_stacks);
 	json_add_uint(&w, "write_errors", st.write_errors);
 	ctl_request_add_stats(req, &w);
+	json_object_open(&w, "write_outage");
+	json_add_bool(&w, "active", st.write_outage);
+	if (st.write_outage) {
+		json_add_string(&w, "error", strerror(-st.write_outage_error));
+		json_add_uint(&w, "since_usec", st.write_outage_since_usec);
+	}
+	json_add_uint(&w, "outages", st.write_outages);
+	json_add_uint(&w, "dropped_events", st.dropped_events);
+	json_add_uint(&w, "dropped_bytes", st.dropped_bytes);
+	json_object_close(&w);
+	json_add_uint(&w, "quarantined", st.quarantined);
 	json_object_close(&w);
 	free(st.segment_path);
 	return ctl_reply(req, &w);

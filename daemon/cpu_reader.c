@@ -182,7 +182,8 @@ static int process_page(struct cpu_reader *r, size_t len)
 
 	if (r->frame.len && r->frame.len + len > r->p.frame_size) {
 		rr = emit_frame(r, NULL);
-		if (rr < 0 && rr != -ESHUTDOWN)
+		/* a frame the archive could not write is dropped and counted there: read on */
+		if (rr < 0 && rr != -ESHUTDOWN && r->frame.len)
 			return rr;
 	}
 	before = r->frame.len;

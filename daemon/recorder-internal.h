@@ -51,6 +51,7 @@ struct recorder {
 
 	sd_event *event;
 	sd_event_source *notify_src, *rotate_src, *age_timer, *flush_timer, *trigger_timer;
+	sd_event_source *retention_timer;
 	int notify_fd;
 	struct flush_op *ops;
 	void (*on_segment)(void *userdata, const char *path);

@@ -57,6 +57,8 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 		c->stored_bytes = rs.stored_bytes;
 		/* overwritten events are counted by the kernel and on the pages read after them */
 		c->lost_events = MAX(rs.lost_events, ks.overrun) + ks.dropped;
+		c->dropped_events = rec->archive ?
+			archive_cpu_dropped(rec->archive, (unsigned)cpu, &c->dropped_bytes) : 0;
 		if (dt >= 1.0) {
 			c->events_per_s = (double)(rs.events - rec->rate_events[i]) / dt;
 			rec->rate_events[i] = rs.events;
@@ -76,6 +78,13 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 	ret->archive_max_bytes = rec->cfg->max_size;
 	ret->archive_segments = as.segments;
 	ret->write_errors = as.write_errors;
+	ret->dropped_events = as.dropped_events;
+	ret->dropped_bytes = as.dropped_bytes;
+	ret->write_outage = as.outage;
+	ret->write_outage_error = as.outage_error;
+	ret->write_outage_since_usec = as.outage_since_usec;
+	ret->write_outages = as.outages;
+	ret->quarantined = as.quarantined;
 }
 
 int recorder_summary(struct recorder *rec, char *buf, size_t len)
@@ -93,9 +102,11 @@ int recorder_summary(struct recorder *rec, char *buf, size_t len)
 	free(st.segment_path);
 	return snprintf(buf, len,
 			"recording %u CPUs: %" PRIu64 " events (%.0f/s), %" PRIu64
-			" lost, archive %" PRIu64 " MiB in %" PRIu64 " segments",
+			" lost, archive %" PRIu64 " MiB in %" PRIu64 " segments%s%s%s",
 			st.nr_cpus, events, rate, lost, st.archive_bytes >> 20,
-			st.archive_segments + 1);
+			st.archive_segments + 1, st.write_outage ? ", WRITE FAILING (" : "",
+			st.write_outage ? strerror(-st.write_outage_error) : "",
+			st.write_outage ? "): events dropped" : "");
 }
 
 int recorder_foreach_segment(struct recorder *rec,

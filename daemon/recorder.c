@@ -21,6 +21,7 @@
 #include "util.h"
 
 #define DEDUP_MAX_STACKS (1u << 20)
+#define RETENTION_INTERVAL_USEC USEC_PER_SEC
 
 bool recorder_flight(const struct recorder *rec)
 {
@@ -153,10 +154,12 @@ static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
 int recorder_rotate_now(struct recorder *rec, const char *why, char **ret_path)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT;
 	int r = archive_rotate(rec->archive, false, ret_path);
 
 	if (r < 0)
-		return log_errno(LOG_ERR, r, "cannot finish the segment (%s), continuing in it", why);
+		return log_ratelimit_errno(&rl, LOG_ERR, r,
+					   "cannot finish the segment (%s), continuing in it", why);
 	return 0;
 }
 
@@ -192,6 +195,16 @@ static int on_age_timer(sd_event_source *s, uint64_t usec, void *userdata)
 		(void)recorder_rotate_now(rec, "age", NULL);
 	arm_age_timer(rec);
 	return 0;
+}
+
+/* Retention on a timer too: space is freed even when no segment is finished (a full disk). */
+static int on_retention_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct recorder *rec = userdata;
+
+	if (rec->state == RECORDER_RECORDING)
+		archive_enforce_retention(rec->archive);
+	return sd_event_source_set_time_relative(s, RETENTION_INTERVAL_USEC);
 }
 
 static void flushed_periodic(struct recorder *rec, struct flush_op *op)
@@ -328,6 +341,12 @@ static int add_sources(struct recorder *rec)
 	if (r < 0)
 		return r;
 	r = sd_event_source_set_enabled(rec->flush_timer, SD_EVENT_ON);
+	if (r < 0)
+		return r;
+	r = sd_event_add_time_relative(rec->event, &rec->retention_timer, CLOCK_MONOTONIC,
+				       RETENTION_INTERVAL_USEC, 0, on_retention_timer, rec);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(rec->retention_timer, SD_EVENT_ON);
 	if (r < 0 || !recorder_flight(rec) || !rec->cfg->flight_trigger)
 		return r;
 	r = sd_event_add_time_relative(rec->event, &rec->trigger_timer, CLOCK_MONOTONIC,
@@ -421,16 +440,18 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	rec->userdata = userdata;
 	r = load_kernel_facts(rec);
 	if (r < 0)
-		return r;
+		goto fail;
 
 	r = tracing_nr_cpus(rec->tracing);
 	ap.nr_cpus = r > 0 ? (unsigned)r : 1;
 	r = archive_open(&ap, &rec->archive);
-	if (r < 0)
-		return log_errno(LOG_ERR, r, "cannot open the archive directory '%s'", rec->cfg->directory);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot open the archive directory '%s'", rec->cfg->directory);
+		goto fail;
+	}
 	r = open_readers(rec);
 	if (r < 0)
-		return r;
+		goto fail;
 	/* before the first segment opens, so that its head says which stacks it holds */
 	r = setup_stackmap(rec);
 	if (r < 0)
@@ -438,12 +459,14 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	if (recorder_flight(rec))
 		goto configure;
 	r = archive_start(rec->archive);
-	if (r < 0)
-		return log_errno(LOG_ERR, r, "cannot start a segment in '%s'", rec->cfg->directory);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot start a segment in '%s'", rec->cfg->directory);
+		goto fail;
+	}
 
 	r = keep_buffered(rec);
 	if (r < 0)
-		return r;
+		goto fail;
 configure:
 	r = tracing_setup_buffer(rec->tracing);
 	if (r < 0)
@@ -481,8 +504,9 @@ configure:
 	return 0;
 
 fail_tracing:
-	if (r < 0)
-		log_errno(LOG_ERR, r, "cannot configure tracing");
+	log_errno(LOG_ERR, r, "cannot configure tracing");
+fail:
+	/* nothing recorded yet is kept: put tracefs back as it was, instance included */
 	release_tracing(rec);
 	return r;
 }
@@ -514,7 +538,8 @@ void recorder_stop(struct recorder *rec)
 			op->done(op->userdata, -ECANCELED, NULL);
 		flush_op_free(op);
 	}
-	r = archive_is_open(rec->archive) ? archive_rotate(rec->archive, true, NULL) : 0;
+	r = rec->archive && archive_is_open(rec->archive) ?
+		archive_rotate(rec->archive, true, NULL) : 0;
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot finish the last segment; it is recovered at the next start");
 	release_tracing(rec);
@@ -580,6 +605,7 @@ struct recorder *recorder_free(struct recorder *rec)
 	sd_event_source_disable_unref(rec->rotate_src);
 	sd_event_source_disable_unref(rec->age_timer);
 	sd_event_source_disable_unref(rec->flush_timer);
+	sd_event_source_disable_unref(rec->retention_timer);
 	sd_event_source_disable_unref(rec->trigger_timer);
 	sd_event_unref(rec->event);
 	generations_free(rec->gens);

@@ -32,6 +32,8 @@ struct recorder_cpu_status {
 	uint64_t raw_bytes;
 	uint64_t stored_bytes;
 	uint64_t lost_events;		/* page flags + kernel dropped/overrun since start */
+	uint64_t dropped_events;	/* read but not written (write errors) since start */
+	uint64_t dropped_bytes;		/* their raw page bytes */
 	double events_per_s;		/* over the last status interval */
 };
 
@@ -55,6 +57,13 @@ struct recorder_status {
 	uint64_t archive_max_bytes;
 	uint64_t archive_segments;
 	uint64_t write_errors;
+	uint64_t dropped_events;	/* not written because writing failed, since start */
+	uint64_t dropped_bytes;
+	bool write_outage;		/* writing fails now */
+	int write_outage_error;		/* -errno */
+	uint64_t write_outage_since_usec;	/* CLOCK_REALTIME */
+	uint64_t write_outages;		/* since start */
+	uint64_t quarantined;		/* files set aside at start */
 };
 
 /*

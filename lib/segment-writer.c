@@ -218,9 +218,14 @@ static int emit(struct segment_writer *w, uint16_t type, uint32_t cpu, uint16_t 
 		       hdr);
 	r = writev_all(w->fd, iov, k);
 	if (r < 0) {
-		/* Leave the file ending on a record boundary if the disk lets us. */
-		w->error = r;
-		(void)ftruncate(w->fd, (off_t)w->size);
+		/*
+		 * Cut the file back to the last complete record (a full disk
+		 * still lets a file shrink): then the writer can go on once
+		 * space returns. Only if that fails is the writer done for.
+		 */
+		if (ftruncate(w->fd, (off_t)w->size) < 0 ||
+		    lseek(w->fd, (off_t)w->size, SEEK_SET) != (off_t)w->size)
+			w->error = r;
 		return r;
 	}
 	w->size += SEGMENT_REC_HDR_SIZE + stored + tail_len;

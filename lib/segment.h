@@ -110,9 +110,11 @@ int segment_writer_open(const char *dir, const char *name, struct segment_writer
  * otherwise a context of the writer's); if compress_level == 0 it is stored
  * as is. The first record must be META, and only the first; INDEX is written
  * by segment_writer_finish() only. payload is borrowed. Returns 0, -EINVAL
- * (bad type, order or level), -EFBIG (over the limits) or -errno; after a
- * write error the writer is unusable (the .part file keeps the records
- * before it).
+ * (bad type, order or level), -EFBIG (over the limits) or -errno. After a
+ * write error (ENOSPC, EIO...) the file is cut back to its last complete
+ * record and the writer can be used again; only if that cut fails is the
+ * writer unusable (every later call returns the error; the .part file keeps
+ * the records before it).
  */
 int segment_writer_append(struct segment_writer *w, enum segment_rec_type type, uint32_t cpu,
 			  const void *payload, size_t len, int compress_level, void *cctx);

@@ -7,7 +7,8 @@
 # (write_errors and dropped events), and stay alive. Once the filler is
 # removed it must write again by itself. After a stop: every segment
 # verifies and the loss is recorded in the archive (info shows lost or
-# dropped events).
+# dropped events, a STATS record says what was dropped) and summed up in
+# the log.
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
 . "$top_srcdir/tests/fault/lib-fault.sh"
@@ -67,6 +68,12 @@ fi
 "$STACKMAPCTL" info --json "${segs[@]}" > "$ftmp/info.json" 2>/dev/null
 grep -Eq '"(lost_events|lost|dropped_events|dropped)": *[1-9]' "$ftmp/info.json" ||
 	failures+=("no segment records the events lost while the disk was full")
+# 6. the outage's end is summed up in the journal, and the loss has its STATS record
+grep -Eq 'works again after .*[1-9][0-9]* events' "$log" ||
+	failures+=("no summary logged when writing resumed")
+# (STATS payloads are stored uncompressed: their keys can be found in the file)
+[ ${#segs[@]} -gt 0 ] && grep -qa 'write_dropped_events=[1-9]' "${segs[@]}" ||
+	failures+=("no segment holds a STATS record of the dropped events")
 note "daemon log:"; sed 's/^/#   /' "$log" | head -20
 if [ ${#failures[@]} -gt 0 ]; then
 	for f in "${failures[@]}"; do echo "FAIL: $TEST_NAME: $f" >&2; done
