@@ -18,6 +18,11 @@ set -u
 TRACEFS=${TRACEFS:-/sys/kernel/tracing}
 TEST_NAME=$(basename "$0" .sh)
 
+# What the programs need at run time beyond the run-systemd container's own
+# package list (stackmapctl's pprof export: libprotobuf-c and zlib; the
+# segment uploader: curl), comma-separated for run-systemd --packages.
+SYSTEMD_RUNTIME_PACKAGES=libprotobuf-c1,zlib1g,curl
+
 # Cleanups are kept in a file, not a variable: mktmp and new_instance_name
 # run in the subshell of a command substitution (d=$(mktmp)), where a
 # variable set by at_exit would be lost together with the cleanup.

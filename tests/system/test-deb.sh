@@ -188,7 +188,7 @@ EOF
 chmod +x "$tmp/t/inside.sh"
 
 rc=0
-"$RUN_SYSTEMD" --bind-ro "$tmp/t:/t" --env "INST=$inst" --env "V1=$v1" --env "V2=$v2" \
+"$RUN_SYSTEMD" --packages "$SYSTEMD_RUNTIME_PACKAGES" --bind-ro "$tmp/t:/t" --env "INST=$inst" --env "V1=$v1" --env "V2=$v2" \
 	--timeout 300 -- /t/inside.sh || rc=$?
 [ $rc = 125 ] && skip "run-systemd could not boot the container (exit 125)"
 [ $rc = 0 ] || fail "package checks under systemd failed"

@@ -15,9 +15,11 @@ RUN_SYSTEMD=${RUN_SYSTEMD:-$top_srcdir/../shared/systemd/run-systemd}
 [ -x "$RUN_SYSTEMD" ] || skip "run-systemd not found (set RUN_SYSTEMD): $RUN_SYSTEMD"
 need_built "$STACKMAPD" "$STACKMAPCTL"
 # A sanitizer build needs its runtime in the container: ask for it.
-SYSTEMD_PACKAGES=()
+SYSTEMD_PACKAGES=(--packages "$SYSTEMD_RUNTIME_PACKAGES")
+SANITIZED=0
 if ldd "$STACKMAPD" | grep -q 'libasan\|libubsan'; then
-	SYSTEMD_PACKAGES=(--packages libasan8,libubsan1)
+	SANITIZED=1
+	SYSTEMD_PACKAGES=(--packages "$SYSTEMD_RUNTIME_PACKAGES,libasan8,libubsan1")
 	note "sanitizer build: the container gets libasan8 and libubsan1"
 fi
 
@@ -34,7 +36,7 @@ for f in usr/sbin/stackmapd usr/bin/stackmapctl usr/lib/systemd/system/stackmapd
 done
 grep -q '^ExecStart=/usr/sbin/stackmapd -c /etc/stackmapd.conf$' "$tmp/dest/usr/lib/systemd/system/stackmapd.service" ||
 	fail "unit: ExecStart does not use the installed paths"
-if [ ${#SYSTEMD_PACKAGES[@]} -gt 0 ]; then
+if [ $SANITIZED = 1 ]; then
 	# LeakSanitizer stops the process with ptrace, which the unit's system
 	# call filter forbids: every sanitized process would then exit 1. Leaks
 	# are checked by the sanitizer run of the other tests.
