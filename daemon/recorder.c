@@ -502,7 +502,7 @@ void recorder_stop(struct recorder *rec)
 	 * leaves a tail in the buffer; with keep_tracing, the next start drains it.
 	 */
 	if (!rec->cfg->keep_tracing)
-		(void)tracing_set_on(rec->tracing, false);
+		(void)tracing_stop(rec->tracing);
 	/* readers flush what the buffer holds, hand over their last frame and exit */
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		cpu_reader_stop(rec->readers[i]);

@@ -37,6 +37,7 @@ struct tracing {
 	bool created;			/* we created the instance: remove it at exit */
 	int nr_cpus;
 	int marker_fd;
+	char *on_at_stop;		/* tracing_on to put back last, see tracing_stop() */
 
 	struct undo *undo;
 	size_t n_undo;

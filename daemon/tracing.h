@@ -147,6 +147,14 @@ bool tracing_flight_triggered(struct tracing *t);
 /* Set tracing_on of the instance. Returns 0 or -errno. */
 int tracing_set_on(struct tracing *t, bool on);
 
+/*
+ * Stop the producers before the last flush at exit: tracing_on = 0, and
+ * tracing_restore() puts back the value tracing_on had before the daemon
+ * first changed it (after everything else, so that our events are gone
+ * by then). Returns 0 or -errno.
+ */
+int tracing_stop(struct tracing *t);
+
 /* Sub-buffer (page) size in bytes of the instance's ring buffer. */
 int tracing_page_size(struct tracing *t);
 
