@@ -383,8 +383,6 @@ static int keep_buffered(struct recorder *rec)
 	_cleanup_free_ char *clock = NULL;
 	int r;
 
-	if (!tracing_buffer_has_data(rec->tracing))
-		return 0;
 	for (unsigned i = 0; i < rec->nr_readers; i++) {
 		r = cpu_reader_drain(rec->readers[i]);
 		if (r < 0)
@@ -393,9 +391,12 @@ static int keep_buffered(struct recorder *rec)
 	}
 	log_info("kept the events the ring buffer held at start");
 	clock = tracing_clock(rec->tracing);
-	if (rec->cfg->clock && clock && !streq(clock, rec->cfg->clock)) {
-		/* timestamps of one segment must share a clock */
-		r = archive_rotate(rec->archive, false, NULL);
+	if (rec->cfg->clock && *rec->cfg->clock && clock && !streq(clock, rec->cfg->clock)) {
+		/*
+		 * Timestamps of one segment share a clock, and its head names
+		 * it: the next segment opens once the configured clock is set.
+		 */
+		r = archive_rotate(rec->archive, true, NULL);
 		if (r < 0)
 			return log_errno(LOG_ERR, r, "cannot finish the segment of drained events");
 	}
@@ -435,19 +436,27 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	r = setup_stackmap(rec);
 	if (r < 0)
 		goto fail_tracing;
-	if (recorder_flight(rec))
-		goto configure;
-	r = archive_start(rec->archive);
-	if (r < 0)
-		return log_errno(LOG_ERR, r, "cannot start a segment in '%s'", rec->cfg->directory);
-
-	r = keep_buffered(rec);
-	if (r < 0)
-		return r;
-configure:
+	/* boot capture may have filled the buffer: keep it before the clock or size clears it */
+	if (!recorder_flight(rec) && tracing_buffer_has_data(rec->tracing)) {
+		r = archive_start(rec->archive);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot start a segment in '%s'",
+					 rec->cfg->directory);
+		r = keep_buffered(rec);
+		if (r < 0)
+			return r;
+	}
 	r = tracing_setup_buffer(rec->tracing);
 	if (r < 0)
 		goto fail_tracing;
+	/* opened after the clock is set: its head names the clock of its timestamps */
+	if (!recorder_flight(rec) && !archive_is_open(rec->archive)) {
+		r = archive_start(rec->archive);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "cannot start a segment in '%s'", rec->cfg->directory);
+			goto fail_tracing;
+		}
+	}
 	r = tracing_setup_events(rec->tracing);
 	if (r < 0)
 		goto fail_tracing;
