@@ -35,6 +35,7 @@ struct tracing {
 	struct tracefs_instance *instance;
 	bool given_dir;			/* dir passed in: plain files, no mount */
 	bool created;			/* we created the instance: remove it at exit */
+	bool ours;			/* existed, recorded as created by an earlier run */
 	int nr_cpus;
 	int marker_fd;
 	char *on_at_stop;		/* tracing_on to put back last, see tracing_stop() */
@@ -70,5 +71,15 @@ int tracing_change(struct tracing *t, const char *path, const char *value, const
 
 /* Set a single-value file (option, enable, tracing_on) unless it already holds value. */
 int tracing_set_value(struct tracing *t, const char *path, const char *value);
+
+/*
+ * tracing-adopt.c: an existing instance recorded as ours (next to the
+ * control socket) is removed and created afresh; record or forget that
+ * our instance exists; refuse an adopted instance with foreign settings
+ * (-EEXIST and *ret_error).
+ */
+int tracing_take_over(struct tracing *t);
+void tracing_record_ours(struct tracing *t, bool ours);
+int tracing_check_foreign(struct tracing *t, char **ret_error);
 
 #endif

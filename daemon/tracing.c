@@ -234,6 +234,11 @@ int tracing_open(const char *dir, const struct config *c, struct tracing **ret)
 	r = open_instance(t);
 	if (r < 0)
 		return r;
+	r = tracing_take_over(t);
+	if (r < 0)
+		return r;
+	if (t->created)
+		tracing_record_ours(t, true);
 
 	if (t->given_dir)
 		t->nr_cpus = count_tree_cpus(t->instance_dir);
@@ -355,6 +360,11 @@ bool tracing_buffer_has_data(struct tracing *t)
 
 int tracing_validate(struct tracing *t, char **ret_error)
 {
+	int r;
+
+	r = tracing_check_foreign(t, ret_error);
+	if (r < 0)
+		return r;
 	return config_check_tracefs(t->config, t->dir, t->instance_dir, ret_error);
 }
 
@@ -415,6 +425,8 @@ void tracing_restore(struct tracing *t)
 	if (r < 0)
 		log_errno(LOG_WARNING, r, "cannot remove tracing instance '%s', continuing",
 			  t->instance_dir);
+	else
+		tracing_record_ours(t, false);
 }
 
 struct tracing *tracing_free(struct tracing *t)
