@@ -235,6 +235,9 @@ int commands_request(void *userdata, struct ctl_request *req, const char *comman
 		r = recorder_reset(c->rec, reply_reset, rr);
 		if (r < 0)
 			free(rr);
+		if (r == -EOPNOTSUPP && (*c->cfg)->record_mode == CONFIG_RECORD_FLIGHT)
+			return ctl_reply_error(req, r, "reset: refused in flight mode, it would empty "
+					       "the buffer that holds the recording");
 		if (r == -EOPNOTSUPP)
 			return ctl_reply_error(req, r, "reset: this recording stores full stacks, it has "
 					       "no kernel stack map");

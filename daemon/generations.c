@@ -162,9 +162,10 @@ static void begin_generation(struct generations *g)
 			   ng.kind == SEGMENT_GEN_RESET_LOSSLESS ? "lossless" : "external",
 			   (double)(now_usec(CLOCK_MONOTONIC) - g->reset_started_usec) / 1000.0);
 	}
-	/* a new generation starts a new segment */
+	/* a new generation starts a new segment; the flight recorder has one only while saving */
 	g->step = STEP_IDLE;
-	g->p.ops->rotate(g->p.userdata, "new stack-map generation");
+	if (!g->p.flight)
+		g->p.ops->rotate(g->p.userdata, "new stack-map generation");
 	if (ng.generation > 2)
 		(void)stackmap_release_before(g->sm, ng.generation - 1);
 	finish(g, 0);
@@ -176,7 +177,8 @@ static void after_flush(struct generations *g);
 static void flush_then(struct generations *g, const struct segment_generation *boundary,
 		       void (*cont)(struct generations *g))
 {
-	if (g->p.ops->flush(g->p.userdata, boundary, cont, g) < 0)
+	/* reading the flight recorder's buffer would empty it: go on without the markers */
+	if (g->p.flight || g->p.ops->flush(g->p.userdata, boundary, cont, g) < 0)
 		begin_generation(g);
 }
 
@@ -334,7 +336,7 @@ void generations_tick(struct generations *g)
 	char marker[64];
 	int r;
 
-	if (g->step != STEP_IDLE)
+	if (g->step != STEP_IDLE || g->p.flight)
 		return;
 	g->snap_seq++;
 	(void)snprintf(marker, sizeof(marker), STACKMAP_SNAP_MARKER_PREFIX "%" PRIu64, g->snap_seq);
@@ -356,6 +358,8 @@ int generations_reset(struct generations *g, generations_done_fn done, void *use
 {
 	int r;
 
+	if (g->p.flight)
+		return -EOPNOTSUPP;
 	if (g->step != STEP_IDLE)
 		return -EBUSY;
 	r = start_reset(g, "request");

@@ -242,6 +242,7 @@ static int setup_stackmap(struct recorder *rec)
 		.cfg = c,
 		.ops = &gens_ops,
 		.userdata = rec,
+		.flight = recorder_flight(rec),
 	};
 	int r;
 
