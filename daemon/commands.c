@@ -43,6 +43,7 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 		else
 			json_add_null(&w, "success_rate");
 		json_add_uint(&w, "resets", st.resets);
+		json_add_uint(&w, "foreign_markers", st.foreign_markers);
 		json_object_close(&w);
 	} else {
 		json_add_null(&w, "map");
@@ -58,6 +59,8 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 		json_add_uint(&w, "bytes", cs->stored_bytes);
 		json_add_uint(&w, "raw_bytes", cs->raw_bytes);
 		json_add_uint(&w, "lost_events", cs->lost_events);
+		json_add_uint(&w, "read_errors", cs->read_errors);
+		json_add_bool(&w, "reading", cs->alive);
 		json_add_double(&w, "rate_events_per_s", cs->events_per_s);
 		json_object_close(&w);
 	}
@@ -80,6 +83,15 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 	json_add_uint(&w, "unresolved", st.unresolved);
 	json_add_uint(&w, "dedup_stacks", st.dedup_stacks);
 	json_add_uint(&w, "write_errors", st.write_errors);
+	json_object_open(&w, "health");
+	if (st.unhealthy)
+		json_add_string(&w, "problem", st.unhealthy);
+	else
+		json_add_null(&w, "problem");
+	json_add_uint(&w, "cpus_offline", st.cpus_offline);
+	json_add_uint(&w, "cpus_added", st.cpus_added);
+	json_add_uint(&w, "tracefs_repairs", st.tracefs_repairs);
+	json_object_close(&w);
 	json_object_close(&w);
 	free(st.segment_path);
 	return ctl_reply(req, &w);

@@ -37,6 +37,7 @@ int recorder_new(const struct config *c, struct recorder **ret, char **ret_error
 		return -ENOMEM;
 	rec->cfg = c;
 	rec->notify_fd = -1;
+	rec->health_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT;
 	rec->state = RECORDER_STOPPED;
 	r = tracing_open(NULL, c, &rec->tracing);
 	if (r < 0) {
@@ -66,6 +67,7 @@ struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_g
 		free(op);
 		return NULL;
 	}
+	op->nr_tokens = rec->nr_readers;
 	op->cont = cont;
 	op->done = done;
 	op->userdata = userdata;
@@ -118,7 +120,8 @@ static void process_ops(struct recorder *rec)
 		struct flush_op *op = *pp;
 		bool all = true;
 
-		for (unsigned i = 0; i < rec->nr_readers && all; i++)
+		/* a reader added since (CPU hotplug) had nothing to flush for it */
+		for (unsigned i = 0; i < op->nr_tokens && all; i++)
 			all = cpu_reader_flushed(rec->readers[i], op->tokens[i]);
 		if (!all) {
 			pp = &op->next;
@@ -216,7 +219,7 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
  * Reading pages allocates and schedules: left in, the recorder would record
  * itself (tens of thousands of events a second on an idle machine).
  */
-static void exclude_self(struct recorder *rec)
+void recorder_exclude_self(struct recorder *rec)
 {
 	int pids[1 + 256];
 	size_t n = 0;
@@ -286,25 +289,36 @@ static int open_readers(struct recorder *rec)
 	if (!rec->readers || !rec->kstats_base || !rec->rate_events || !rec->cpu_status)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < n; cpu++) {
-		struct cpu_reader_params p = {
-			.instance = tracing_instance(rec->tracing),
-			.cpu = cpu,
-			.layout = &rec->layout,
-			.dedup = rec->layout.stack_ref_id >= 0 ? rec->dedup : NULL,
-			.archive = rec->archive,
-			.frame_size = rec->cfg->frame_size,
-			.compression_level = rec->cfg->compression_level,
-			.notify_fd = rec->notify_fd,
-		};
 		int r;
 
+		/* one that comes online later is added by the health check */
 		if (!tracing_cpu_online(rec->tracing, cpu))
 			continue;
-		r = cpu_reader_new(&p, &rec->readers[rec->nr_readers]);
+		r = recorder_open_reader(rec, cpu);
 		if (r < 0)
-			return log_errno(LOG_ERR, r, "cannot open the ring buffer of CPU %d", cpu);
-		rec->nr_readers++;
+			return r;
 	}
+	return 0;
+}
+
+int recorder_open_reader(struct recorder *rec, int cpu)
+{
+	struct cpu_reader_params p = {
+		.instance = tracing_instance(rec->tracing),
+		.cpu = cpu,
+		.layout = &rec->layout,
+		.dedup = rec->layout.stack_ref_id >= 0 ? rec->dedup : NULL,
+		.archive = rec->archive,
+		.frame_size = rec->cfg->frame_size,
+		.compression_level = rec->cfg->compression_level,
+		.notify_fd = rec->notify_fd,
+	};
+	int r;
+
+	r = cpu_reader_new(&p, &rec->readers[rec->nr_readers]);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot open the ring buffer of CPU %d", cpu);
+	rec->nr_readers++;
 	return 0;
 }
 
@@ -329,6 +343,12 @@ static int add_sources(struct recorder *rec)
 	if (r < 0)
 		return r;
 	r = sd_event_source_set_enabled(rec->flush_timer, SD_EVENT_ON);
+	if (r < 0)
+		return r;
+	r = sd_event_add_time_relative(rec->event, &rec->health_timer, CLOCK_MONOTONIC,
+				       HEALTH_CHECK_USEC, 0, recorder_on_health_timer, rec);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(rec->health_timer, SD_EVENT_ON);
 	if (r < 0 || !recorder_flight(rec) || !rec->cfg->flight_trigger)
 		return r;
 	r = sd_event_add_time_relative(rec->event, &rec->trigger_timer, CLOCK_MONOTONIC,
@@ -477,7 +497,7 @@ int recorder_start(struct recorder *rec, sd_event *e,
 			goto fail_tracing;
 		}
 	}
-	exclude_self(rec);
+	recorder_exclude_self(rec);
 	r = add_sources(rec);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot set up the event loop");
@@ -591,6 +611,8 @@ struct recorder *recorder_free(struct recorder *rec)
 	sd_event_source_disable_unref(rec->age_timer);
 	sd_event_source_disable_unref(rec->flush_timer);
 	sd_event_source_disable_unref(rec->trigger_timer);
+	sd_event_source_disable_unref(rec->health_timer);
+	pthread_mutex_destroy(&rec->health_rl.lock);
 	sd_event_unref(rec->event);
 	generations_free(rec->gens);
 	archive_free(rec->archive);

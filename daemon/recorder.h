@@ -32,6 +32,8 @@ struct recorder_cpu_status {
 	uint64_t raw_bytes;
 	uint64_t stored_bytes;
 	uint64_t lost_events;		/* page flags + kernel dropped/overrun since start */
+	uint64_t read_errors;		/* poll, read or frame errors of its reader */
+	bool alive;			/* its reader thread runs (or is not meant to) */
 	double events_per_s;		/* over the last status interval */
 };
 
@@ -55,6 +57,11 @@ struct recorder_status {
 	uint64_t archive_max_bytes;
 	uint64_t archive_segments;
 	uint64_t write_errors;
+	const char *unhealthy;		/* static reason, NULL when healthy */
+	unsigned cpus_offline;
+	uint64_t cpus_added;		/* CPUs that came online and got a reader */
+	uint64_t tracefs_repairs;	/* our tracefs settings found changed and set back */
+	uint64_t foreign_markers;	/* stack-map marker lines without this run's key */
 };
 
 /*
@@ -112,6 +119,13 @@ int recorder_foreach_segment(struct recorder *rec,
 			     void *userdata);
 
 enum recorder_state recorder_state(const struct recorder *rec);
+
+/*
+ * False while a CPU is not being recorded (a reader thread ended by
+ * itself, the instance was removed): the watchdog then stops pinging.
+ * *ret_why (may be NULL) gets a static reason or NULL.
+ */
+bool recorder_healthy(struct recorder *rec, const char **ret_why);
 
 struct recorder *recorder_free(struct recorder *rec);
 

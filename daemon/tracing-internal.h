@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "log.h"
 #include "tracing.h"
 #include "util.h"
 
@@ -24,6 +25,7 @@
 struct undo {
 	char *path;
 	char *value;
+	char *want;			/* what we wrote (NULL: not checked by tracing_check()) */
 	bool truncate;
 };
 
@@ -36,6 +38,8 @@ struct tracing {
 	bool given_dir;			/* dir passed in: plain files, no mount */
 	bool created;			/* we created the instance: remove it at exit */
 	bool ours;			/* existed, recorded as created by an earlier run */
+	uint64_t repairs;		/* settings of ours found changed and set back */
+	struct log_ratelimit health_rl;
 	int nr_cpus;
 	int marker_fd;
 	char *on_at_stop;		/* tracing_on to put back last, see tracing_stop() */

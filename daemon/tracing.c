@@ -216,6 +216,7 @@ int tracing_open(const char *dir, const struct config *c, struct tracing **ret)
 		return -ENOMEM;
 	t->config = c;
 	t->marker_fd = -1;
+	t->health_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT;
 	t->given_dir = dir != NULL;
 	t->name = strdup(name);
 	if (!t->name)
@@ -437,6 +438,7 @@ struct tracing *tracing_free(struct tracing *t)
 	tracing_undo_drop(t);
 	free(t->on_at_stop);
 	free(t->undo);
+	pthread_mutex_destroy(&t->health_rl.lock);
 	tracefs_instance_free(t->instance);
 	free(t->dir);
 	free(t->instance_dir);

@@ -135,6 +135,19 @@ int tracing_event_id(struct tracing *t, const char *system, const char *name);
  */
 int tracing_exclude_pids(struct tracing *t, const int *pids, size_t n);
 
+/*
+ * Health check, from a timer: the instance is still there, and every
+ * enable, filter and option we set still holds our value (someone else
+ * may change them under our feet; each is set back, logged at a bounded
+ * rate and counted); with expect_on, tracing_on reads 1 (set back if
+ * not). Returns the number of settings set back now, -ENOENT if the
+ * instance is gone, or -errno.
+ */
+int tracing_check(struct tracing *t, bool expect_on);
+
+/* Settings set back by tracing_check() since the start. */
+uint64_t tracing_repairs(const struct tracing *t);
+
 /* Write text to the instance's trace_marker. Returns 0 or -errno. */
 int tracing_write_marker(struct tracing *t, const char *text);
 
