@@ -2,11 +2,12 @@
 /*
  * Whose is an instance that already exists when the daemon starts. tracefs
  * cannot hold a mark of ours, so the daemon records the name of each
- * instance it creates in a file next to its control socket
- * ("SOCKET.instance"), and removes the file with the instance. An existing
+ * instance it creates or adopts in a file next to its control socket
+ * ("SOCKET.instance"), and removes the file at a clean stop. An existing
  * instance named there is the leftover of a run that did not stop cleanly:
- * it is taken over completely (removed and created afresh, so that none of
- * its settings survive). Any other existing instance is adopted only if it
+ * it is taken over completely (one we created is removed and created
+ * afresh; one we adopted has its events, filters and triggers cleared, all
+ * of which were ours). Any other existing instance is adopted only if it
  * holds nothing that would change what is recorded or that the daemon
  * would have to leave as found while changing it: no event enabled, no
  * filter, no trigger. Otherwise startup refuses, changing nothing. With
@@ -32,15 +33,23 @@ static int record_path(const struct tracing *t, char path[static PATH_MAX])
 	return tracing_pathf(path, "%s.instance", sock);
 }
 
-/* Whether the record file names this instance: proof that a run of ours created it. */
-static bool recorded_as_ours(const struct tracing *t)
+/*
+ * What the record file says of this instance: 0 nothing, 1 a run of ours
+ * created it, 2 a run of ours adopted it while it held no settings (so
+ * every setting it holds now is ours).
+ */
+static int recorded_as_ours(const struct tracing *t)
 {
-	_cleanup_free_ char *name = NULL;
+	_cleanup_free_ char *text = NULL;
 	char path[PATH_MAX];
+	size_t n = strlen(t->name);
 
-	if (record_path(t, path) < 0 || tracing_read_value(path, &name) < 0)
-		return false;
-	return streq(name, t->name);
+	if (record_path(t, path) < 0 || tracing_read_value(path, &text) < 0 ||
+	    strncmp(text, t->name, n) != 0)
+		return 0;
+	if (!text[n])
+		return 1;
+	return streq(text + n, " adopted") ? 2 : 0;
 }
 
 void tracing_record_ours(struct tracing *t, bool ours)
@@ -58,6 +67,8 @@ void tracing_record_ours(struct tracing *t, bool ours)
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	r = fd < 0 ? -errno : write_all(fd, t->name, strlen(t->name));
+	if (r >= 0 && !t->created)
+		r = write_all(fd, " adopted", strlen(" adopted"));
 	if (r >= 0)
 		r = write_all(fd, "\n", 1);
 	if (r < 0)
@@ -65,11 +76,63 @@ void tracing_record_ours(struct tracing *t, bool ours)
 			  "it for the next start to refuse, continuing", t->name, path);
 }
 
+/* Remove every trigger of one event, without truncating (that would drop hist triggers at once). */
+static void clear_triggers(const char *path)
+{
+	_cleanup_free_ char *text = NULL;
+	char *line, *save = NULL;
+
+	if (read_file(path, &text, NULL) < 0)
+		return;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char cmd[128];
+
+		if (line[0] == '#' || !line[0])
+			continue;
+		(void)snprintf(cmd, sizeof(cmd), "!%.*s", (int)strcspn(line, " :"), line);
+		(void)tracing_write_value(path, cmd, false);
+	}
+}
+
+static void clear_event(const char *dir)
+{
+	char path[PATH_MAX];
+
+	if (tracing_pathf(path, "%s/trigger", dir) == 0)
+		clear_triggers(path);
+	if (tracing_pathf(path, "%s/enable", dir) == 0)
+		(void)tracing_write_value(path, "0", true);
+	if (tracing_pathf(path, "%s/filter", dir) == 0)
+		(void)tracing_write_value(path, "0", true);
+}
+
+static int walk_events(struct tracing *t, int (*cb)(struct tracing *t, const char *system,
+						     const char *event, const char *dir, void *u),
+		       void *u);
+
+static int clear_cb(struct tracing *t, const char *system, const char *event, const char *dir,
+		    void *u)
+{
+	clear_event(dir);
+	return 0;
+}
+
 int tracing_take_over(struct tracing *t)
 {
-	if (t->given_dir || t->created || !*t->name || !recorded_as_ours(t))
+	int how;
+
+	if (t->given_dir || t->created || !*t->name)
+		return 0;
+	how = recorded_as_ours(t);
+	if (!how)
 		return 0;
 	t->ours = true;
+	if (how == 2 && !t->config->keep_tracing) {
+		/* not ours to remove: clear the settings, all of which are ours */
+		log_notice("instance '%s' was adopted by a run of stackmapd that did not stop "
+			   "cleanly: clearing its events, filters and triggers", t->name);
+		return walk_events(t, clear_cb, NULL);
+	}
 	/* left running on purpose at the last stop: its buffer is drained, not thrown away */
 	if (t->config->keep_tracing) {
 		log_info("adopting instance '%s', left running by the last stop (keep_tracing)",
@@ -111,15 +174,15 @@ static const char *event_foreign(const char *dir)
 	return NULL;
 }
 
-int tracing_check_foreign(struct tracing *t, char **ret_error)
+static int walk_events(struct tracing *t, int (*cb)(struct tracing *t, const char *system,
+						     const char *event, const char *dir, void *u),
+		       void *u)
 {
 	char path[PATH_MAX];
 	struct dirent *sd;
 	DIR *systems;
 	int r = 0;
 
-	if (t->given_dir || t->created || t->ours || !*t->name)
-		return 0;
 	if (tracing_pathf(path, "%s/events", t->instance_dir) < 0 || !(systems = opendir(path)))
 		return 0;
 	while (r == 0 && (sd = readdir(systems))) {
@@ -132,21 +195,42 @@ int tracing_check_foreign(struct tracing *t, char **ret_error)
 			continue;
 		while (r == 0 && (ed = readdir(events))) {
 			char edir[PATH_MAX];
-			const char *what;
 
 			if (ed->d_name[0] == '.' || tracing_pathf(edir, "%s/%s", sdir, ed->d_name) < 0)
 				continue;
-			what = event_foreign(edir);
-			if (!what)
-				continue;
-			(void)strprintf(ret_error, "tracing instance '%s' already exists with settings "
-					"that stackmapd did not make (events/%s/%s/%s): remove it or "
-					"configure another instance", t->name, sd->d_name, ed->d_name,
-					what);
-			r = -EEXIST;
+			r = cb(t, sd->d_name, ed->d_name, edir, u);
 		}
 		closedir(events);
 	}
 	closedir(systems);
 	return r;
+}
+
+static int foreign_cb(struct tracing *t, const char *system, const char *event, const char *dir,
+		      void *u)
+{
+	const char *what = event_foreign(dir);
+
+	if (!what)
+		return 0;
+	(void)strprintf(u, "tracing instance '%s' already exists with settings that stackmapd did "
+			"not make (events/%s/%s/%s): remove it or configure another instance",
+			t->name, system, event, what);
+	return -EEXIST;
+}
+
+int tracing_check_foreign(struct tracing *t, char **ret_error)
+{
+	int r;
+
+	if (t->given_dir || t->created || !*t->name)
+		return 0;
+	if (!t->ours) {
+		r = walk_events(t, foreign_cb, ret_error);
+		if (r < 0)
+			return r;
+	}
+	/* from here on its settings are ours: a crash leaves them for the next start to clear */
+	tracing_record_ours(t, true);
+	return 0;
 }

@@ -402,6 +402,8 @@ void tracing_restore(struct tracing *t)
 		return;
 	}
 	tracing_undo_to(t, 0);
+	if (!t->created)
+		tracing_record_ours(t, false);
 	/* last: our events are off by now, so nothing of ours is recorded after the readers */
 	if (t->on_at_stop && !t->created &&
 	    tracing_pathf(path, "%s/tracing_on", t->instance_dir) == 0) {
