@@ -43,6 +43,7 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 		else
 			json_add_null(&w, "success_rate");
 		json_add_uint(&w, "resets", st.resets);
+		json_add_uint(&w, "foreign_markers", st.foreign_markers);
 		json_object_close(&w);
 	} else {
 		json_add_null(&w, "map");
@@ -60,6 +61,8 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 		json_add_uint(&w, "lost_events", cs->lost_events);
 		json_add_uint(&w, "dropped_events", cs->dropped_events);
 		json_add_uint(&w, "dropped_bytes", cs->dropped_bytes);
+		json_add_uint(&w, "read_errors", cs->read_errors);
+		json_add_bool(&w, "reading", cs->alive);
 		json_add_double(&w, "rate_events_per_s", cs->events_per_s);
 		json_object_close(&w);
 	}
@@ -94,6 +97,15 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 	json_add_uint(&w, "dropped_bytes", st.dropped_bytes);
 	json_object_close(&w);
 	json_add_uint(&w, "quarantined", st.quarantined);
+	json_object_open(&w, "health");
+	if (st.unhealthy)
+		json_add_string(&w, "problem", st.unhealthy);
+	else
+		json_add_null(&w, "problem");
+	json_add_uint(&w, "cpus_offline", st.cpus_offline);
+	json_add_uint(&w, "cpus_added", st.cpus_added);
+	json_add_uint(&w, "tracefs_repairs", st.tracefs_repairs);
+	json_object_close(&w);
 	json_object_close(&w);
 	free(st.segment_path);
 	return ctl_reply(req, &w);
@@ -249,6 +261,9 @@ int commands_request(void *userdata, struct ctl_request *req, const char *comman
 		r = recorder_reset(c->rec, reply_reset, rr);
 		if (r < 0)
 			free(rr);
+		if (r == -EOPNOTSUPP && (*c->cfg)->record_mode == CONFIG_RECORD_FLIGHT)
+			return ctl_reply_error(req, r, "reset: refused in flight mode, it would empty "
+					       "the buffer that holds the recording");
 		if (r == -EOPNOTSUPP)
 			return ctl_reply_error(req, r, "reset: this recording stores full stacks, it has "
 					       "no kernel stack map");

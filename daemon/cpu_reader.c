@@ -25,6 +25,7 @@
 
 #include "archive.h"
 #include "cpu_reader.h"
+#include "log.h"
 #include "util.h"
 
 #define READER_NICE -10
@@ -48,6 +49,9 @@ struct cpu_reader {
 	uint64_t frame_pages;
 
 	atomic_bool stop;
+	atomic_bool dead;		/* the thread ended by itself */
+	atomic_uint_fast64_t st_read_errors;
+	struct log_ratelimit read_rl;
 	int tid;			/* the thread's id, set before it signals started */
 	pthread_mutex_t start_lock;
 	pthread_cond_t started;
@@ -80,6 +84,7 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	if (!r)
 		return -ENOMEM;
 	r->p = *p;
+	r->read_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT;
 	r->wake_fd = -1;
 	r->fd = -1;
 	pthread_mutex_init(&r->req_lock, NULL);
@@ -250,13 +255,23 @@ static int read_all(struct cpu_reader *r)
 	}
 }
 
+/* A reader error is never silent: counted for status, logged at a bounded rate. */
+static void read_error(struct cpu_reader *r, int err, const char *what)
+{
+	atomic_fetch_add(&r->st_read_errors, 1);
+	log_ratelimit_err_errno(&r->read_rl, err, "CPU %d: %s failed, continuing", r->p.cpu, what);
+}
+
 static void do_flush(struct cpu_reader *r)
 {
 	uint64_t token = atomic_load(&r->flush_requested);
 	struct segment_generation b;
 	bool with_boundary = false;
+	int rr;
 
-	(void)read_all(r);
+	rr = read_all(r);
+	if (rr < 0)
+		read_error(r, rr, "reading the ring buffer");
 	pthread_mutex_lock(&r->req_lock);
 	if (r->boundary_token && r->boundary_token <= token) {
 		b = r->boundary;
@@ -294,8 +309,11 @@ static void *reader_thread(void *arg)
 		int n;
 
 		n = poll(pfd, 2, idle_timeout);
-		if (n < 0 && errno != EINTR)
+		if (n < 0 && errno != EINTR) {
+			read_error(r, -errno, "poll");
+			atomic_store(&r->dead, true);
 			break;
+		}
 		if (pfd[1].revents & POLLIN)
 			(void)!read(r->wake_fd, &v, sizeof(v));
 		if (atomic_load(&r->stop))
@@ -306,6 +324,10 @@ static void *reader_thread(void *arg)
 			continue;
 		}
 		n = read_full_pages(r);
+		if (n < 0) {
+			read_error(r, n, "reading the ring buffer");
+			n = 0;
+		}
 		/*
 		 * With buffer_percent = 0 the kernel reports the file readable
 		 * while no page is full yet; then wait on the wake fd alone for
@@ -339,6 +361,11 @@ int cpu_reader_start(struct cpu_reader *r)
 	pthread_mutex_unlock(&r->start_lock);
 	r->running = true;
 	return 0;
+}
+
+bool cpu_reader_alive(struct cpu_reader *r)
+{
+	return !atomic_load(&r->dead);
 }
 
 int cpu_reader_tid(const struct cpu_reader *r)
@@ -413,6 +440,7 @@ void cpu_reader_get_stats(struct cpu_reader *r, struct cpu_reader_stats *ret)
 	ret->lost_unknown = atomic_load(&r->st_lost_unknown);
 	ret->parse_errors = atomic_load(&r->st_parse_errors);
 	ret->write_errors = atomic_load(&r->st_write_errors);
+	ret->read_errors = atomic_load(&r->st_read_errors);
 	ret->last_ts = atomic_load(&r->st_last_ts);
 }
 
@@ -437,6 +465,7 @@ struct cpu_reader *cpu_reader_free(struct cpu_reader *r)
 	free(r->page);
 	free(r->zbuf);
 	ZSTD_freeCCtx(r->cctx);
+	pthread_mutex_destroy(&r->read_rl.lock);
 	pthread_mutex_destroy(&r->req_lock);
 	pthread_mutex_destroy(&r->start_lock);
 	pthread_cond_destroy(&r->started);

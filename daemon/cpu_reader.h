@@ -40,6 +40,7 @@ struct cpu_reader_stats {
 	uint64_t lost_unknown;			/* pages flagged with losses of unknown count */
 	uint64_t parse_errors;
 	uint64_t write_errors;
+	uint64_t read_errors;			/* poll, read or frame errors (logged, rate-limited) */
 	uint64_t last_ts;
 };
 
@@ -77,6 +78,12 @@ void cpu_reader_stop(struct cpu_reader *r);
 
 void cpu_reader_get_stats(struct cpu_reader *r, struct cpu_reader_stats *ret);
 int cpu_reader_cpu(const struct cpu_reader *r);
+
+/*
+ * False once the thread has ended by itself (an error it cannot go on
+ * after): the CPU is no longer recorded. True before start and after stop.
+ */
+bool cpu_reader_alive(struct cpu_reader *r);
 
 /* Kernel task id of the reader thread once started (0 before). */
 int cpu_reader_tid(const struct cpu_reader *r);

@@ -42,6 +42,9 @@ struct generations {
 	enum step step;
 	enum segment_gen_kind kind;
 	uint32_t gen_before;
+	char key[STACKMAP_MARKER_KEY_LEN + 1];	/* this run's marker secret */
+	uint64_t foreign_markers;	/* "stackmapd: " lines without our key */
+	struct log_ratelimit foreign_rl;
 	char end_marker[64], begin_marker[64];
 	uint64_t end_ts, begin_ts;
 	unsigned retries;
@@ -62,6 +65,12 @@ int generations_new(const struct generations_params *p, struct generations **ret
 	if (!g)
 		return -ENOMEM;
 	g->p = *p;
+	g->foreign_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT;
+	r = stackmap_marker_key_new(g->key);
+	if (r < 0) {
+		free(g);
+		return r;
+	}
 	r = stackmap_new(tracing_dir(p->tracing), p->cfg, &g->sm);
 	if (r < 0)
 		goto fail;
@@ -98,11 +107,23 @@ static void finish(struct generations *g, int r)
 		done(g->userdata, r, NULL);
 }
 
-/* Write "stackmapd: gen N end|begin" and remember it in dst to recognize it when read back. */
+/* Write text with our key appended. */
+static int write_keyed(struct generations *g, const char *text)
+{
+	char line[128];
+
+	(void)snprintf(line, sizeof(line), "%s %s", text, g->key);
+	return tracing_write_marker(g->p.tracing, line);
+}
+
+/*
+ * Write "stackmapd: gen N end|begin KEY" and remember it (without the key)
+ * in dst to recognize it when read back.
+ */
 static int write_marker(struct generations *g, char *dst, size_t len, uint32_t gen, const char *what)
 {
 	(void)snprintf(dst, len, "stackmapd: gen %u %s", gen, what);
-	return tracing_write_marker(g->p.tracing, dst);
+	return write_keyed(g, dst);
 }
 
 /* The new generation has its window: record it and start its segment. */
@@ -141,9 +162,10 @@ static void begin_generation(struct generations *g)
 			   ng.kind == SEGMENT_GEN_RESET_LOSSLESS ? "lossless" : "external",
 			   (double)(now_usec(CLOCK_MONOTONIC) - g->reset_started_usec) / 1000.0);
 	}
-	/* a new generation starts a new segment */
+	/* a new generation starts a new segment; the flight recorder has one only while saving */
 	g->step = STEP_IDLE;
-	g->p.ops->rotate(g->p.userdata, "new stack-map generation");
+	if (!g->p.flight)
+		g->p.ops->rotate(g->p.userdata, "new stack-map generation");
 	if (ng.generation > 2)
 		(void)stackmap_release_before(g->sm, ng.generation - 1);
 	finish(g, 0);
@@ -155,7 +177,8 @@ static void after_flush(struct generations *g);
 static void flush_then(struct generations *g, const struct segment_generation *boundary,
 		       void (*cont)(struct generations *g))
 {
-	if (g->p.ops->flush(g->p.userdata, boundary, cont, g) < 0)
+	/* reading the flight recorder's buffer would empty it: go on without the markers */
+	if (g->p.flight || g->p.ops->flush(g->p.userdata, boundary, cont, g) < 0)
 		begin_generation(g);
 }
 
@@ -286,12 +309,25 @@ static void start_external(struct generations *g)
 
 void generations_marker(struct generations *g, const struct page_marker *m)
 {
-	if (g->end_marker[0] && streq(m->text, g->end_marker))
+	size_t len;
+	char text[sizeof(m->text)];
+
+	/* only our own lines may end or begin a generation or date a snapshot */
+	if (!stackmap_marker_unkey(m->text, strnlen(m->text, sizeof(m->text)), g->key, &len)) {
+		g->foreign_markers++;
+		log_ratelimit_warn_errno(&g->foreign_rl, -EPERM,
+					 "ignored a trace marker that looks like ours but lacks this run's "
+					 "key (%" PRIu64 " so far), continuing", g->foreign_markers);
+		return;
+	}
+	memcpy(text, m->text, len);
+	text[len] = '\0';
+	if (g->end_marker[0] && streq(text, g->end_marker))
 		g->end_ts = m->ts;
-	else if (g->begin_marker[0] && streq(m->text, g->begin_marker))
+	else if (g->begin_marker[0] && streq(text, g->begin_marker))
 		g->begin_ts = m->ts;
 	else
-		(void)stackmap_marker_seen(g->sm, m->text, strlen(m->text), m->ts);
+		(void)stackmap_marker_seen(g->sm, text, len, m->ts);
 }
 
 void generations_tick(struct generations *g)
@@ -300,11 +336,11 @@ void generations_tick(struct generations *g)
 	char marker[64];
 	int r;
 
-	if (g->step != STEP_IDLE)
+	if (g->step != STEP_IDLE || g->p.flight)
 		return;
 	g->snap_seq++;
 	(void)snprintf(marker, sizeof(marker), STACKMAP_SNAP_MARKER_PREFIX "%" PRIu64, g->snap_seq);
-	r = tracing_write_marker(g->p.tracing, marker);
+	r = write_keyed(g, marker);
 	r = stackmap_snapshot(g->sm, r < 0 ? 0 : g->snap_seq);
 	if (r > 0 && (r & (STACKMAP_SNAP_EXTERNAL | STACKMAP_SNAP_DISABLED))) {
 		start_external(g);
@@ -322,6 +358,8 @@ int generations_reset(struct generations *g, generations_done_fn done, void *use
 {
 	int r;
 
+	if (g->p.flight)
+		return -EOPNOTSUPP;
 	if (g->step != STEP_IDLE)
 		return -EBUSY;
 	r = start_reset(g, "request");
@@ -386,6 +424,7 @@ void generations_set_config(struct generations *g, const struct config *c)
 void generations_get_stats(const struct generations *g, struct stackmap_stats *ret)
 {
 	stackmap_get_stats(g->sm, ret);
+	ret->foreign_markers = g->foreign_markers;
 }
 
 int generations_stats(struct generations *g, struct buf *b)
@@ -403,6 +442,7 @@ struct generations *generations_free(struct generations *g)
 {
 	if (!g)
 		return NULL;
+	pthread_mutex_destroy(&g->foreign_rl.lock);
 	sd_event_source_disable_unref(g->retry_timer);
 	stackmap_free(g->sm);
 	free(g);

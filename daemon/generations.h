@@ -47,6 +47,9 @@ struct generations_params {
 	const struct config *cfg;	/* borrowed until generations_set_config() */
 	const struct generations_ops *ops;	/* borrowed */
 	void *userdata;			/* passed to ops */
+	bool flight;			/* flight recorder: the buffer is the recording, never
+					 * read for a reset (resets are refused, a reset made
+					 * elsewhere begins a generation without markers) */
 };
 
 /*
@@ -63,7 +66,12 @@ void generations_marker(struct generations *g, const struct page_marker *m);
 /* Periodic: snapshot the map, detect resets made elsewhere, reset when the policy says so. */
 void generations_tick(struct generations *g);
 
-/* Reset now (request). done() runs when the new generation has begun. Returns 0 or -errno. */
+/*
+ * Reset now (request). done() runs when the new generation has begun.
+ * Returns 0, -EBUSY while a reset runs, -EOPNOTSUPP for the flight
+ * recorder (bounding a reset means reading, and so emptying, the buffer
+ * that is the recording), or -errno.
+ */
 int generations_reset(struct generations *g, generations_done_fn done, void *userdata);
 
 /* True while a reset is in progress (rotations wait for it). */

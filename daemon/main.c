@@ -197,9 +197,17 @@ static int on_notify_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static int on_watchdog_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT;
+	struct daemon *d = userdata;
 	uint64_t interval = 0;
+	const char *why;
 
-	notify_watchdog();
+	/* no ping while a CPU is not recorded: the service manager restarts us */
+	if (recorder_healthy(d->rec, &why))
+		notify_watchdog();
+	else
+		log_ratelimit_err_errno(&rl, -EIO, "not recording every CPU (%s): watchdog not "
+					"pinged", why);
 	(void)notify_watchdog_usec(&interval);
 	return sd_event_source_set_time_relative(s, MAX(interval / 2, USEC_PER_SEC / 10));
 }

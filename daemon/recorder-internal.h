@@ -13,6 +13,7 @@
 
 #include "archive.h"
 #include "cpu_reader.h"
+#include "log.h"
 #include "recorder.h"
 #include "tracing.h"
 #include "transcode.h"
@@ -20,6 +21,7 @@
 struct generations;
 
 #define TRIGGER_POLL_USEC (250 * USEC_PER_MSEC)
+#define HEALTH_CHECK_USEC USEC_PER_SEC
 
 struct file_item {
 	char *name;
@@ -30,6 +32,7 @@ struct file_item {
 struct flush_op {
 	struct flush_op *next;
 	uint64_t *tokens;			/* per reader */
+	unsigned nr_tokens;			/* readers when it began (CPUs may come online) */
 	void (*cont)(struct recorder *rec, struct flush_op *op);
 	recorder_done_fn done;
 	void *userdata;
@@ -52,6 +55,7 @@ struct recorder {
 	sd_event *event;
 	sd_event_source *notify_src, *rotate_src, *age_timer, *flush_timer, *trigger_timer;
 	sd_event_source *retention_timer;
+	sd_event_source *health_timer;
 	int notify_fd;
 	struct flush_op *ops;
 	void (*on_segment)(void *userdata, const char *path);
@@ -70,6 +74,11 @@ struct recorder {
 	uint64_t rate_usec;
 	struct recorder_cpu_status *cpu_status;
 	uint64_t unresolved;
+
+	struct log_ratelimit health_rl;
+	const char *unhealthy;			/* why not every CPU is recorded; NULL: healthy */
+	unsigned cpus_offline;
+	uint64_t cpus_added;			/* readers added for CPUs that came online */
 };
 
 /* Whether the config says flight recorder. */
@@ -83,6 +92,16 @@ bool recorder_flight(const struct recorder *rec);
 struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_generation *boundary,
 				    void (*cont)(struct recorder *rec, struct flush_op *op),
 				    recorder_done_fn done, void *userdata);
+
+/* Open (not start) a reader for cpu as readers[nr_readers++]. Returns 0 or -errno; logs. */
+int recorder_open_reader(struct recorder *rec, int cpu);
+
+/* Keep the daemon's own tasks (readers included) out of the recording. Logs. */
+void recorder_exclude_self(struct recorder *rec);
+
+/* recorder-health.c: hotplug, reader threads, tracefs under our feet. */
+void recorder_health_check(struct recorder *rec);
+int recorder_on_health_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* Finish the current segment now (no flush). Returns 0 or -errno; logs. */
 int recorder_rotate_now(struct recorder *rec, const char *why, char **ret_path);

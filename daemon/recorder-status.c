@@ -26,6 +26,7 @@ static void stackmap_status(const struct generations *g, struct recorder_status 
 	st->map_drops = s.drops;
 	st->map_success_rate = s.have_stat ? (double)s.success_rate : -1;
 	st->resets = s.resets_own + s.resets_external;
+	st->foreign_markers = s.foreign_markers;
 }
 
 void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
@@ -55,6 +56,8 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 		c->pages = rs.pages;
 		c->raw_bytes = rs.raw_bytes;
 		c->stored_bytes = rs.stored_bytes;
+		c->read_errors = rs.read_errors;
+		c->alive = cpu_reader_alive(rec->readers[i]);
 		/* overwritten events are counted by the kernel and on the pages read after them */
 		c->lost_events = MAX(rs.lost_events, ks.overrun) + ks.dropped;
 		c->dropped_events = rec->archive ?
@@ -85,6 +88,10 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 	ret->write_outage_since_usec = as.outage_since_usec;
 	ret->write_outages = as.outages;
 	ret->quarantined = as.quarantined;
+	(void)recorder_healthy(rec, &ret->unhealthy);
+	ret->cpus_offline = rec->cpus_offline;
+	ret->cpus_added = rec->cpus_added;
+	ret->tracefs_repairs = tracing_repairs(rec->tracing);
 }
 
 int recorder_summary(struct recorder *rec, char *buf, size_t len)

@@ -38,6 +38,7 @@ int recorder_new(const struct config *c, struct recorder **ret, char **ret_error
 		return -ENOMEM;
 	rec->cfg = c;
 	rec->notify_fd = -1;
+	rec->health_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT;
 	rec->state = RECORDER_STOPPED;
 	r = tracing_open(NULL, c, &rec->tracing);
 	if (r < 0) {
@@ -67,6 +68,7 @@ struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_g
 		free(op);
 		return NULL;
 	}
+	op->nr_tokens = rec->nr_readers;
 	op->cont = cont;
 	op->done = done;
 	op->userdata = userdata;
@@ -119,7 +121,8 @@ static void process_ops(struct recorder *rec)
 		struct flush_op *op = *pp;
 		bool all = true;
 
-		for (unsigned i = 0; i < rec->nr_readers && all; i++)
+		/* a reader added since (CPU hotplug) had nothing to flush for it */
+		for (unsigned i = 0; i < op->nr_tokens && all; i++)
 			all = cpu_reader_flushed(rec->readers[i], op->tokens[i]);
 		if (!all) {
 			pp = &op->next;
@@ -229,7 +232,7 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
  * Reading pages allocates and schedules: left in, the recorder would record
  * itself (tens of thousands of events a second on an idle machine).
  */
-static void exclude_self(struct recorder *rec)
+void recorder_exclude_self(struct recorder *rec)
 {
 	int pids[1 + 256];
 	size_t n = 0;
@@ -255,6 +258,7 @@ static int setup_stackmap(struct recorder *rec)
 		.cfg = c,
 		.ops = &gens_ops,
 		.userdata = rec,
+		.flight = recorder_flight(rec),
 	};
 	int r;
 
@@ -298,25 +302,36 @@ static int open_readers(struct recorder *rec)
 	if (!rec->readers || !rec->kstats_base || !rec->rate_events || !rec->cpu_status)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < n; cpu++) {
-		struct cpu_reader_params p = {
-			.instance = tracing_instance(rec->tracing),
-			.cpu = cpu,
-			.layout = &rec->layout,
-			.dedup = rec->layout.stack_ref_id >= 0 ? rec->dedup : NULL,
-			.archive = rec->archive,
-			.frame_size = rec->cfg->frame_size,
-			.compression_level = rec->cfg->compression_level,
-			.notify_fd = rec->notify_fd,
-		};
 		int r;
 
+		/* one that comes online later is added by the health check */
 		if (!tracing_cpu_online(rec->tracing, cpu))
 			continue;
-		r = cpu_reader_new(&p, &rec->readers[rec->nr_readers]);
+		r = recorder_open_reader(rec, cpu);
 		if (r < 0)
-			return log_errno(LOG_ERR, r, "cannot open the ring buffer of CPU %d", cpu);
-		rec->nr_readers++;
+			return r;
 	}
+	return 0;
+}
+
+int recorder_open_reader(struct recorder *rec, int cpu)
+{
+	struct cpu_reader_params p = {
+		.instance = tracing_instance(rec->tracing),
+		.cpu = cpu,
+		.layout = &rec->layout,
+		.dedup = rec->layout.stack_ref_id >= 0 ? rec->dedup : NULL,
+		.archive = rec->archive,
+		.frame_size = rec->cfg->frame_size,
+		.compression_level = rec->cfg->compression_level,
+		.notify_fd = rec->notify_fd,
+	};
+	int r;
+
+	r = cpu_reader_new(&p, &rec->readers[rec->nr_readers]);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot open the ring buffer of CPU %d", cpu);
+	rec->nr_readers++;
 	return 0;
 }
 
@@ -347,6 +362,12 @@ static int add_sources(struct recorder *rec)
 				       RETENTION_INTERVAL_USEC, 0, on_retention_timer, rec);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(rec->retention_timer, SD_EVENT_ON);
+	if (r < 0)
+		return r;
+	r = sd_event_add_time_relative(rec->event, &rec->health_timer, CLOCK_MONOTONIC,
+				       HEALTH_CHECK_USEC, 0, recorder_on_health_timer, rec);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(rec->health_timer, SD_EVENT_ON);
 	if (r < 0 || !recorder_flight(rec) || !rec->cfg->flight_trigger)
 		return r;
 	r = sd_event_add_time_relative(rec->event, &rec->trigger_timer, CLOCK_MONOTONIC,
@@ -402,8 +423,6 @@ static int keep_buffered(struct recorder *rec)
 	_cleanup_free_ char *clock = NULL;
 	int r;
 
-	if (!tracing_buffer_has_data(rec->tracing))
-		return 0;
 	for (unsigned i = 0; i < rec->nr_readers; i++) {
 		r = cpu_reader_drain(rec->readers[i]);
 		if (r < 0)
@@ -412,9 +431,12 @@ static int keep_buffered(struct recorder *rec)
 	}
 	log_info("kept the events the ring buffer held at start");
 	clock = tracing_clock(rec->tracing);
-	if (rec->cfg->clock && clock && !streq(clock, rec->cfg->clock)) {
-		/* timestamps of one segment must share a clock */
-		r = archive_rotate(rec->archive, false, NULL);
+	if (rec->cfg->clock && *rec->cfg->clock && clock && !streq(clock, rec->cfg->clock)) {
+		/*
+		 * Timestamps of one segment share a clock, and its head names
+		 * it: the next segment opens once the configured clock is set.
+		 */
+		r = archive_rotate(rec->archive, true, NULL);
 		if (r < 0)
 			return log_errno(LOG_ERR, r, "cannot finish the segment of drained events");
 	}
@@ -456,21 +478,28 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	r = setup_stackmap(rec);
 	if (r < 0)
 		goto fail_tracing;
-	if (recorder_flight(rec))
-		goto configure;
-	r = archive_start(rec->archive);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot start a segment in '%s'", rec->cfg->directory);
-		goto fail;
+	/* boot capture may have filled the buffer: keep it before the clock or size clears it */
+	if (!recorder_flight(rec) && tracing_buffer_has_data(rec->tracing)) {
+		r = archive_start(rec->archive);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "cannot start a segment in '%s'", rec->cfg->directory);
+			goto fail;
+		}
+		r = keep_buffered(rec);
+		if (r < 0)
+			goto fail;
 	}
-
-	r = keep_buffered(rec);
-	if (r < 0)
-		goto fail;
-configure:
 	r = tracing_setup_buffer(rec->tracing);
 	if (r < 0)
 		goto fail_tracing;
+	/* opened after the clock is set: its head names the clock of its timestamps */
+	if (!recorder_flight(rec) && !archive_is_open(rec->archive)) {
+		r = archive_start(rec->archive);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "cannot start a segment in '%s'", rec->cfg->directory);
+			goto fail;
+		}
+	}
 	r = tracing_setup_events(rec->tracing);
 	if (r < 0)
 		goto fail_tracing;
@@ -490,7 +519,7 @@ configure:
 			goto fail_tracing;
 		}
 	}
-	exclude_self(rec);
+	recorder_exclude_self(rec);
 	r = add_sources(rec);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot set up the event loop");
@@ -526,7 +555,7 @@ void recorder_stop(struct recorder *rec)
 	 * leaves a tail in the buffer; with keep_tracing, the next start drains it.
 	 */
 	if (!rec->cfg->keep_tracing)
-		(void)tracing_set_on(rec->tracing, false);
+		(void)tracing_stop(rec->tracing);
 	/* readers flush what the buffer holds, hand over their last frame and exit */
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		cpu_reader_stop(rec->readers[i]);
@@ -607,6 +636,8 @@ struct recorder *recorder_free(struct recorder *rec)
 	sd_event_source_disable_unref(rec->flush_timer);
 	sd_event_source_disable_unref(rec->retention_timer);
 	sd_event_source_disable_unref(rec->trigger_timer);
+	sd_event_source_disable_unref(rec->health_timer);
+	pthread_mutex_destroy(&rec->health_rl.lock);
 	sd_event_unref(rec->event);
 	generations_free(rec->gens);
 	archive_free(rec->archive);

@@ -34,6 +34,8 @@ struct recorder_cpu_status {
 	uint64_t lost_events;		/* page flags + kernel dropped/overrun since start */
 	uint64_t dropped_events;	/* read but not written (write errors) since start */
 	uint64_t dropped_bytes;		/* their raw page bytes */
+	uint64_t read_errors;		/* poll, read or frame errors of its reader */
+	bool alive;			/* its reader thread runs (or is not meant to) */
 	double events_per_s;		/* over the last status interval */
 };
 
@@ -64,6 +66,11 @@ struct recorder_status {
 	uint64_t write_outage_since_usec;	/* CLOCK_REALTIME */
 	uint64_t write_outages;		/* since start */
 	uint64_t quarantined;		/* files set aside at start */
+	const char *unhealthy;		/* static reason, NULL when healthy */
+	unsigned cpus_offline;
+	uint64_t cpus_added;		/* CPUs that came online and got a reader */
+	uint64_t tracefs_repairs;	/* our tracefs settings found changed and set back */
+	uint64_t foreign_markers;	/* stack-map marker lines without this run's key */
 };
 
 /*
@@ -121,6 +128,13 @@ int recorder_foreach_segment(struct recorder *rec,
 			     void *userdata);
 
 enum recorder_state recorder_state(const struct recorder *rec);
+
+/*
+ * False while a CPU is not being recorded (a reader thread ended by
+ * itself, the instance was removed): the watchdog then stops pinging.
+ * *ret_why (may be NULL) gets a static reason or NULL.
+ */
+bool recorder_healthy(struct recorder *rec, const char **ret_why);
 
 struct recorder *recorder_free(struct recorder *rec);
 

@@ -21,6 +21,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "config.h"
@@ -433,6 +434,43 @@ int stackmap_start(struct stackmap *sm, struct segment_generation *ret_gen)
 	sm->state = SM_RUNNING;
 	gen_export(g, ret_gen);
 	return 0;
+}
+
+int stackmap_marker_key_new(char key[static STACKMAP_MARKER_KEY_LEN + 1])
+{
+	uint8_t raw[STACKMAP_MARKER_KEY_LEN / 2];
+	size_t got = 0;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		(void)snprintf(key + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+int stackmap_marker_unkey(const char *text, size_t len, const char *key, size_t *ret_len)
+{
+	size_t klen = strlen(key);
+	unsigned diff = 0;
+
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\0'))
+		len--;
+	if (!klen || len < klen + 1 || text[len - klen - 1] != ' ')
+		return 0;
+	/* in constant time: a forger learns nothing from how fast a guess is refused */
+	for (size_t i = 0; i < klen; i++)
+		diff |= (unsigned char)(text[len - klen + i] ^ key[i]);
+	if (diff)
+		return 0;
+	*ret_len = len - klen - 1;
+	return 1;
 }
 
 int stackmap_marker_seen(struct stackmap *sm, const char *text, size_t len, uint64_t ts)

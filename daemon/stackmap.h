@@ -39,6 +39,23 @@ struct stackmap;
 /* trace_marker text written right before snapshot N (see stackmap_marker_seen()). */
 #define STACKMAP_SNAP_MARKER_PREFIX "stackmapd: snap "
 
+/*
+ * Every marker a run writes ends with " KEY", a per-run secret of
+ * STACKMAP_MARKER_KEY_LEN hex digits: a line that anyone else writes to
+ * trace_marker can never pass for one of ours (end or begin a
+ * generation, date a snapshot).
+ */
+#define STACKMAP_MARKER_KEY_LEN 16
+
+/* A fresh key from getrandom(), NUL-terminated. Returns 0 or -errno. */
+int stackmap_marker_key_new(char key[static STACKMAP_MARKER_KEY_LEN + 1]);
+
+/*
+ * If text (len bytes, trailing newlines and NULs ignored) ends with
+ * " KEY", the length of what precedes it in *ret_len and 1; else 0.
+ */
+int stackmap_marker_unkey(const char *text, size_t len, const char *key, size_t *ret_len);
+
 /* stackmap_snapshot() result bits. */
 #define STACKMAP_SNAP_EXTERNAL 0x1	/* the map was reset by someone else: begin a generation */
 #define STACKMAP_SNAP_DISABLED 0x2	/* options/stackmap went to 0 (reported once; switching
@@ -71,6 +88,7 @@ struct stackmap_stats {
 	uint64_t snapshot_errors;	/* snapshots that failed */
 	uint64_t text_snapshots;	/* snapshots read from the text export */
 	uint64_t stored_stacks;		/* distinct stacks held in memory */
+	uint64_t foreign_markers;	/* marker lines without this run's key, ignored */
 };
 
 /*

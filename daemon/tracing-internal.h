@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "log.h"
 #include "tracing.h"
 #include "util.h"
 
@@ -24,6 +25,7 @@
 struct undo {
 	char *path;
 	char *value;
+	char *want;			/* what we wrote (NULL: not checked by tracing_check()) */
 	bool truncate;
 };
 
@@ -35,8 +37,12 @@ struct tracing {
 	struct tracefs_instance *instance;
 	bool given_dir;			/* dir passed in: plain files, no mount */
 	bool created;			/* we created the instance: remove it at exit */
+	bool ours;			/* existed, recorded as created by an earlier run */
+	uint64_t repairs;		/* settings of ours found changed and set back */
+	struct log_ratelimit health_rl;
 	int nr_cpus;
 	int marker_fd;
+	char *on_at_stop;		/* tracing_on to put back last, see tracing_stop() */
 
 	struct undo *undo;
 	size_t n_undo;
@@ -69,5 +75,15 @@ int tracing_change(struct tracing *t, const char *path, const char *value, const
 
 /* Set a single-value file (option, enable, tracing_on) unless it already holds value. */
 int tracing_set_value(struct tracing *t, const char *path, const char *value);
+
+/*
+ * tracing-adopt.c: an existing instance recorded as ours (next to the
+ * control socket) is removed and created afresh; record or forget that
+ * our instance exists; refuse an adopted instance with foreign settings
+ * (-EEXIST and *ret_error).
+ */
+int tracing_take_over(struct tracing *t);
+void tracing_record_ours(struct tracing *t, bool ours);
+int tracing_check_foreign(struct tracing *t, char **ret_error);
 
 #endif

@@ -44,6 +44,7 @@ static void undo_entry_free(struct undo *u)
 {
 	free(u->path);
 	free(u->value);
+	free(u->want);
 }
 
 int tracing_undo_push(struct tracing *t, const char *path, const char *value, bool truncate)
@@ -102,6 +103,11 @@ int tracing_change(struct tracing *t, const char *path, const char *value, const
 	r = tracing_undo_push(t, path, old, truncate);
 	if (r < 0)
 		return r;
+	t->undo[t->n_undo - 1].want = strdup(value);
+	if (!t->undo[t->n_undo - 1].want) {
+		undo_entry_free(&t->undo[--t->n_undo]);
+		return -ENOMEM;
+	}
 	r = tracing_write_value(path, value, truncate);
 	if (r < 0)
 		undo_entry_free(&t->undo[--t->n_undo]);

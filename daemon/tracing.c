@@ -216,6 +216,7 @@ int tracing_open(const char *dir, const struct config *c, struct tracing **ret)
 		return -ENOMEM;
 	t->config = c;
 	t->marker_fd = -1;
+	t->health_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT;
 	t->given_dir = dir != NULL;
 	t->name = strdup(name);
 	if (!t->name)
@@ -234,6 +235,11 @@ int tracing_open(const char *dir, const struct config *c, struct tracing **ret)
 	r = open_instance(t);
 	if (r < 0)
 		return r;
+	r = tracing_take_over(t);
+	if (r < 0)
+		return r;
+	if (t->created)
+		tracing_record_ours(t, true);
 
 	if (t->given_dir)
 		t->nr_cpus = count_tree_cpus(t->instance_dir);
@@ -355,6 +361,11 @@ bool tracing_buffer_has_data(struct tracing *t)
 
 int tracing_validate(struct tracing *t, char **ret_error)
 {
+	int r;
+
+	r = tracing_check_foreign(t, ret_error);
+	if (r < 0)
+		return r;
 	return config_check_tracefs(t->config, t->dir, t->instance_dir, ret_error);
 }
 
@@ -385,10 +396,24 @@ void tracing_restore(struct tracing *t)
 
 	if (t->config->keep_tracing) {
 		tracing_undo_drop(t);
+		free(t->on_at_stop);
+		t->on_at_stop = NULL;
 		t->created = false;
 		return;
 	}
 	tracing_undo_to(t, 0);
+	if (!t->created)
+		tracing_record_ours(t, false);
+	/* last: our events are off by now, so nothing of ours is recorded after the readers */
+	if (t->on_at_stop && !t->created &&
+	    tracing_pathf(path, "%s/tracing_on", t->instance_dir) == 0) {
+		r = tracing_write_value(path, t->on_at_stop, true);
+		if (r < 0)
+			log_errno(LOG_WARNING, r, "cannot restore '%s' to '%s', continuing", path,
+				  t->on_at_stop);
+	}
+	free(t->on_at_stop);
+	t->on_at_stop = NULL;
 	if (!t->created)
 		return;
 	t->created = false;
@@ -403,6 +428,8 @@ void tracing_restore(struct tracing *t)
 	if (r < 0)
 		log_errno(LOG_WARNING, r, "cannot remove tracing instance '%s', continuing",
 			  t->instance_dir);
+	else
+		tracing_record_ours(t, false);
 }
 
 struct tracing *tracing_free(struct tracing *t)
@@ -411,7 +438,9 @@ struct tracing *tracing_free(struct tracing *t)
 		return NULL;
 	tracing_restore(t);
 	tracing_undo_drop(t);
+	free(t->on_at_stop);
 	free(t->undo);
+	pthread_mutex_destroy(&t->health_rl.lock);
 	tracefs_instance_free(t->instance);
 	free(t->dir);
 	free(t->instance_dir);
@@ -454,6 +483,34 @@ int tracing_set_on(struct tracing *t, bool on)
 	if (r < 0)
 		return r;
 	return tracing_write_value(path, on ? "1" : "0", true);
+}
+
+/* Whether the undo log already knows what path held before we first wrote it. */
+static bool undo_has(const struct tracing *t, const char *path)
+{
+	for (size_t i = 0; i < t->n_undo; i++)
+		if (streq(t->undo[i].path, path))
+			return true;
+	return false;
+}
+
+int tracing_stop(struct tracing *t)
+{
+	_cleanup_free_ char *cur = NULL;
+	char path[PATH_MAX];
+	int r;
+
+	r = tracing_pathf(path, "%s/tracing_on", t->instance_dir);
+	if (r < 0)
+		return r;
+	/*
+	 * tracing_on is also switched off and on again outside the undo log
+	 * (strict resets, the flight trigger): what it reads now is what it
+	 * was before we started, unless the log holds an older value.
+	 */
+	if (!undo_has(t, path) && !t->on_at_stop && tracing_read_value(path, &cur) >= 0)
+		t->on_at_stop = steal_ptr(cur);
+	return tracing_write_value(path, "0", true);
 }
 
 int tracing_page_size(struct tracing *t)

@@ -135,6 +135,19 @@ int tracing_event_id(struct tracing *t, const char *system, const char *name);
  */
 int tracing_exclude_pids(struct tracing *t, const int *pids, size_t n);
 
+/*
+ * Health check, from a timer: the instance is still there, and every
+ * enable, filter and option we set still holds our value (someone else
+ * may change them under our feet; each is set back, logged at a bounded
+ * rate and counted); with expect_on, tracing_on reads 1 (set back if
+ * not). Returns the number of settings set back now, -ENOENT if the
+ * instance is gone, or -errno.
+ */
+int tracing_check(struct tracing *t, bool expect_on);
+
+/* Settings set back by tracing_check() since the start. */
+uint64_t tracing_repairs(const struct tracing *t);
+
 /* Write text to the instance's trace_marker. Returns 0 or -errno. */
 int tracing_write_marker(struct tracing *t, const char *text);
 
@@ -146,6 +159,14 @@ bool tracing_flight_triggered(struct tracing *t);
 
 /* Set tracing_on of the instance. Returns 0 or -errno. */
 int tracing_set_on(struct tracing *t, bool on);
+
+/*
+ * Stop the producers before the last flush at exit: tracing_on = 0, and
+ * tracing_restore() puts back the value tracing_on had before the daemon
+ * first changed it (after everything else, so that our events are gone
+ * by then). Returns 0 or -errno.
+ */
+int tracing_stop(struct tracing *t);
 
 /* Sub-buffer (page) size in bytes of the instance's ring buffer. */
 int tracing_page_size(struct tracing *t);

@@ -182,11 +182,25 @@ fi
 [ ! -d "$TRACEFS/instances/$name" ] || fail "instance $name is left behind after stackmap = on"
 [ "$(tracefs_state)" = "$before" ] || fail "tracefs state differs after refused configs"
 
-note "an adopted instance keeps what it had"
+note "an existing instance with an event enabled by someone else is refused, unchanged"
 name=$(new_instance_name)
 d=$TRACEFS/instances/$name
 mkdir "$d" || fail "cannot create instance $name"
 echo 1 >"$d/events/sched/sched_switch/enable"
+foreign=$(instance_state "$d")
+rc=0
+"$PROBE" "$name" >"$tmp/foreign.out" 2>&1 || rc=$?
+[ $rc = 2 ] || { cat "$tmp/foreign.out" >&2; fail "foreign instance: exit $rc, not 2"; }
+grep -qx "invalid: tracing instance '$name' already exists with settings that stackmapd did not make (events/sched/sched_switch/enable): remove it or configure another instance" \
+	"$tmp/foreign.out" || fail "foreign instance: $(cat "$tmp/foreign.out")"
+[ -d "$d" ] || fail "the foreign instance was removed"
+[ "$(instance_state "$d")" = "$foreign" ] || fail "the foreign instance was changed"
+remove_instance "$name"
+
+note "an adopted instance keeps what it had"
+name=$(new_instance_name)
+d=$TRACEFS/instances/$name
+mkdir "$d" || fail "cannot create instance $name"
 echo 0 >"$d/tracing_on"
 echo 1000 >"$d/buffer_size_kb"
 [ ! -e "$d/options/stacktrace" ] || echo 1 >"$d/options/stacktrace"
@@ -198,7 +212,6 @@ enabled "$d" sched/sched_wakeup || fail "sched_wakeup is not enabled in the adop
 	fail "options/stacktrace stays on for a subset of events"
 finish_held
 [ -d "$d" ] || fail "the adopted instance was removed"
-enabled "$d" sched/sched_switch || fail "the pre-enabled sched_switch was disabled"
 ! enabled "$d" sched/sched_wakeup || fail "sched_wakeup stays enabled in the adopted instance"
 echo "$adopted" >"$tmp/adopted.before"
 instance_state "$d" >"$tmp/adopted.after"

@@ -1070,6 +1070,36 @@ static void test_many_generations(void)
 	test_rmtree(dir);
 }
 
+/* Marker lines count only with this run's key: a forged one is refused. */
+static void test_marker_key(void)
+{
+	char key[STACKMAP_MARKER_KEY_LEN + 1], other[STACKMAP_MARKER_KEY_LEN + 1];
+	char line[128];
+	size_t len = 0;
+
+	CHECK(stackmap_marker_key_new(key) == 0);
+	CHECK(strlen(key) == STACKMAP_MARKER_KEY_LEN);
+	CHECK(stackmap_marker_key_new(other) == 0);
+	CHECK(!streq(key, other));
+
+	(void)snprintf(line, sizeof(line), "stackmapd: gen 3 begin %s\n", key);
+	CHECK(stackmap_marker_unkey(line, strlen(line), key, &len) == 1);
+	CHECK(len == strlen("stackmapd: gen 3 begin"));
+	CHECK(strncmp(line, "stackmapd: gen 3 begin", len) == 0);
+
+	/* forged: no key, another key, the key without its space, a truncated key */
+	len = 7;
+	CHECK(stackmap_marker_unkey("stackmapd: gen 3 begin", 22, key, &len) == 0);
+	(void)snprintf(line, sizeof(line), "stackmapd: gen 3 begin %s", other);
+	CHECK(stackmap_marker_unkey(line, strlen(line), key, &len) == 0);
+	(void)snprintf(line, sizeof(line), "stackmapd: gen 3 begin%s", key);
+	CHECK(stackmap_marker_unkey(line, strlen(line), key, &len) == 0);
+	(void)snprintf(line, sizeof(line), "stackmapd: gen 3 begin %.*s", STACKMAP_MARKER_KEY_LEN - 1, key);
+	CHECK(stackmap_marker_unkey(line, strlen(line), key, &len) == 0);
+	CHECK(stackmap_marker_unkey(key, strlen(key), key, &len) == 0);
+	CHECK(len == 7);
+}
+
 int main(void)
 {
 	const char *s = getenv("top_srcdir");
@@ -1084,6 +1114,7 @@ int main(void)
 	test_text_only();
 	test_policy();
 	test_many_generations();
+	test_marker_key();
 	free(srcdir);
 	return tests_done("test-stackmap");
 }

@@ -42,6 +42,22 @@ socket = /run/smtest-$1.sock
 CONF
 }
 
+# forge SOCKET: while the daemon runs, write the marker lines it would write
+# around its next reset and snapshot, but without its secret key; they must
+# be ignored (FORGE_MARKERS=1).
+forge() {
+	while :; do
+		g=$("$W/stackmapctl" --socket "$1" status --json 2>/dev/null |
+			grep -o '"generation": *[0-9]*' | grep -o '[0-9]*$')
+		if [ -n "$g" ]; then
+			echo "stackmapd: gen $g end" > "$T/trace_marker"
+			echo "stackmapd: gen $((g + 1)) begin" > "$T/trace_marker"
+			echo "stackmapd: snap 1" > "$T/trace_marker"
+		fi
+		sleep 0.05
+	done
+}
+
 write_conf oracle oracle off "kmem:kmem_cache_alloc kmem:kmalloc" 8M lossless
 "$W/stackmapd" -c "$W/oracle.conf" > "$W/oracle.log" 2>&1 &
 opid=$!
@@ -58,6 +74,11 @@ for mode in "$@"; do
 	"$W/stackmapd" -d -c "$W/$mode.conf" > "$W/$mode.log" 2>&1 &
 	pid=$!
 	wait_recording "$W/$mode.log" $pid
+	fpid=
+	if [ "${FORGE_MARKERS:-0}" = 1 ]; then
+		forge "/run/smtest-$mode.sock" &
+		fpid=$!
+	fi
 	# steady load with bursts: more threads than CPUs for a moment fill
 	# the small buffer with ids of a generation that is being reset
 	# at least SECONDS, longer (up to 4 times) until MIN_RESETS resets were made
@@ -82,6 +103,7 @@ for mode in "$@"; do
 	done
 	echo "$mode: load for $n s, until uptime $(cut -d' ' -f1 /proc/uptime)," \
 		"$(grep -ac 'generation [0-9]* begins' "$W/$mode.log") resets${externals:+, $externals made behind its back}"
+	[ -n "$fpid" ] && { kill $fpid; wait $fpid 2>/dev/null; }
 	sleep 0.5
 	kill -TERM $pid
 	wait $pid

@@ -1,0 +1,45 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Readers follow CPU hotplug: with CPU 1 offline at start, stackmapd
+# records CPU 0 only; once CPU 1 comes online it is recorded without a
+# restart (logged, counted in status), and it still is after going offline
+# and coming back.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/lib-vm.sh"
+
+need_vm
+W=$(vm_workdir)
+cat > "$W/hotplug.conf" <<CONF
+[trace]
+instance = hotplug
+events = kmem:kmem_cache_alloc
+stacktrace = all
+buffer_size = 1M
+[archive]
+directory = $W/archive
+segment_age = 1s
+sync = no
+[control]
+socket = /run/smtest-hotplug.sock
+CONF
+
+vm_run "$W" --smp 2 --timeout 300 \
+	-- "$W/guest-hotplug.sh" "$W/hotplug.conf" /run/smtest-hotplug.sock > "$W/vm.log" 2>&1
+rc=$?
+cat "$W/vm.log"
+[ $rc -eq 0 ] || fail "the guest part failed"
+grep -q '^stackmapd exit status 0' "$W/vm.log" || { cat "$W/stackmapd.log"; fail "stackmapd failed"; }
+grep -q 'recording 1 CPUs' "$W/stackmapd.log" || { cat "$W/stackmapd.log"; fail "did not start with CPU 1 offline"; }
+grep -q 'CPU 1 came online: recording it' "$W/stackmapd.log" ||
+	{ cat "$W/stackmapd.log"; fail "CPU 1 was not picked up when it came online"; }
+grep -q '"cpus_added": *1' "$W/status.json" || fail "status does not count the CPU added: $(cat "$W/status.json")"
+segs=("$W"/archive/*.smseg)
+"$STACKMAPCTL" report "${segs[@]}" > "$W/report" || fail "stackmapctl report failed"
+n1=$(grep -c 'smload.*\[001\].*kmem_cache_alloc' "$W/report")
+last=${segs[${#segs[@]} - 1]}
+nlast=$("$STACKMAPCTL" report "$last" | grep -c 'smload.*\[001\].*kmem_cache_alloc')
+echo "CPU 1: $n1 events of the load, $nlast in the last segment"
+[ "$n1" -ge 100 ] || fail "CPU 1 was not recorded after it came online ($n1 events)"
+[ "$nlast" -ge 1 ] || fail "CPU 1 was not recorded after going offline and back"
+exit 0
