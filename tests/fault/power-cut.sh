@@ -12,6 +12,14 @@
 #
 #   POWER_CUTS=N   cuts per file system (default 5; tests/fault/campaign: 50)
 #   POWER_FS="ext4 xfs"
+#
+# The images are mounted in a mount namespace of the test's own: a copy of
+# the host's mount table made meanwhile (a container, unshare) would keep
+# a shut-down file system alive after our umount, and the next mount of
+# the image would get that dead superblock back (EIO on every file).
+if [ -z "${POWER_CUT_NAMESPACE:-}" ] && command -v unshare > /dev/null; then
+	POWER_CUT_NAMESPACE=1 exec unshare -m --propagation private "$BASH" "$0" "$@"
+fi
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
 need_cmd losetup
