@@ -42,7 +42,12 @@ fi
 
 build() {
 	local t0=$SECONDS
-	(cd "$tmp/src" && dpkg-buildpackage -us -uc -b) > "$tmp/build.$1.log" 2>&1 ||
+	# Not the make check that runs this test: its MAKEFLAGS carry the
+	# suite's TEST_LOGS, which would make the package build's own
+	# `make check` run the whole suite instead of the unit tests.
+	(cd "$tmp/src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+		-u TESTS -u TEST_LOGS -u TESTS_ENVIRONMENT dpkg-buildpackage -us -uc -b) \
+		> "$tmp/build.$1.log" 2>&1 ||
 		{ tail -n 40 "$tmp/build.$1.log"; fail "dpkg-buildpackage ($1) failed"; }
 	note "dpkg-buildpackage ($1): $((SECONDS - t0)) s"
 }
