@@ -59,8 +59,8 @@ static void note_unresolved(const struct decoder *d)
  * negative value stops it. Returns 0 when everything decoded, 1 when
  * something was damaged or fn failed, -1 when nothing could be decoded.
  */
-static int decode_all(char **paths, int n, int (*fn)(struct decoded_event *ev, void *userdata),
-		      void *userdata)
+static int decode_all(char **paths, int n, const struct decoder_filter *filter,
+		      int (*fn)(struct decoded_event *ev, void *userdata), void *userdata)
 {
 	struct decoder *d = NULL;
 	struct decoded_event ev;
@@ -72,6 +72,8 @@ static int decode_all(char **paths, int n, int (*fn)(struct decoded_event *ev, v
 		log_errno(LOG_ERR, r, "cannot decode");
 		return -1;
 	}
+	if (filter)
+		(void)decoder_set_filter(d, filter);
 	for (;;) {
 		r = decoder_next(d, &ev);
 		if (r == 0)
@@ -182,14 +184,15 @@ static void print_event(struct trace_seq *s, const struct decoded_event *ev, boo
 
 static void report_usage(FILE *f)
 {
-	fprintf(f, "Usage: stackmapctl report [--cpu N] [--events] SEGMENT...\n"
-		   "  --cpu N    only events of CPU N\n"
+	fprintf(f, "Usage: stackmapctl report [--cpu N] [--since T] [--until T] [--events] SEGMENT...\n"
+		   "  --cpu N    only events of CPU N (only its frames are read)\n"
+		   "  --since T  only events at or after T (trace clock, seconds as printed)\n"
+		   "  --until T  only events at or before T (frames outside are not read)\n"
 		   "  --events   only events, without their stacks\n");
 }
 
 struct report_ctx {
 	struct trace_seq s;
-	long cpu;			/* -1: all */
 	bool events_only;
 };
 
@@ -197,8 +200,6 @@ static int report_event(struct decoded_event *ev, void *userdata)
 {
 	struct report_ctx *ctx = userdata;
 
-	if (ctx->cpu >= 0 && ev->cpu != (unsigned long)ctx->cpu)
-		return 0;
 	/* trace-cmd 3.1.6's words for events the kernel lost before a page */
 	if (ev->lost_before > 0)
 		printf("CPU:%u [%lld EVENTS DROPPED]\n", ev->cpu, ev->lost_before);
@@ -214,23 +215,24 @@ int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "cpu", required_argument, NULL, 'c' },
+		{ "since", required_argument, NULL, 's' },
+		{ "until", required_argument, NULL, 'u' },
 		{ "events", no_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct report_ctx ctx = { .cpu = -1 };
-	int c, r;
+	struct decoder_filter filter = DECODER_FILTER_ALL;
+	struct report_ctx ctx = { 0 };
+	int c, r, idx;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
-		char *e;
-
+	while ((c = getopt_long(argc, argv, "+h", opts, &idx)) >= 0) {
 		switch (c) {
 		case 'c':
-			errno = 0;
-			ctx.cpu = strtol(optarg, &e, 10);
-			if (errno || *e || ctx.cpu < 0 || ctx.cpu >= STACKTAB_MAX_CPUS) {
-				log_err("report: invalid CPU '%s'", optarg);
+		case 's':
+		case 'u':
+			if (decoder_filter_parse(&filter, opts[idx].name, optarg) < 0) {
+				log_err("report: invalid --%s '%s'", opts[idx].name, optarg);
 				return 2;
 			}
 			break;
@@ -251,7 +253,11 @@ int cmd_report(int argc, char **argv)
 	}
 
 	trace_seq_init(&ctx.s);
-	r = decode_all(argv + optind, argc - optind, report_event, &ctx);
+	if (filter.since > filter.until) {
+		log_err("report: --since is after --until");
+		return 2;
+	}
+	r = decode_all(argv + optind, argc - optind, &filter, report_event, &ctx);
 	trace_seq_destroy(&ctx.s);
 	if (r < 0)
 		return 1;
@@ -442,7 +448,7 @@ int cmd_folded(int argc, char **argv)
 		return 2;
 	}
 
-	r = decode_all(argv + optind, argc - optind, folded_event, &ctx);
+	r = decode_all(argv + optind, argc - optind, NULL, folded_event, &ctx);
 	buf_done(&ctx.b);
 	if (r < 0) {
 		folds_done(&ctx.f);
