@@ -127,6 +127,64 @@ static void print_unknown(struct trace_seq *s, const struct decoded_event *ev, b
 	trace_seq_printf(s, " [UNKNOWN EVENT TYPE %d]", tep_data_type(ev->tep, ev->record));
 }
 
+/*
+ * The printed frames of daemon stacks (stack_ref), which a segment stores
+ * once and its events name again and again: formatted once per segment
+ * and stack, not once per event. Direct-mapped; the key is the segment's
+ * path (the decoder hands out the caller's own strings, one per segment)
+ * and the stack's id.
+ */
+#define STACK_TEXT_SLOTS 8192
+struct stack_text {
+	const char *segment;
+	uint32_t id;
+	char *text;
+	size_t len;
+};
+static struct stack_text *stack_texts;
+
+static void stack_texts_free(void)
+{
+	if (!stack_texts)
+		return;
+	for (size_t i = 0; i < STACK_TEXT_SLOTS; i++)
+		free(stack_texts[i].text);
+	free(stack_texts);
+	stack_texts = NULL;
+}
+
+static void print_frames(struct trace_seq *s, const struct decoded_event *ev)
+{
+	struct stack_text *t;
+	struct trace_seq f;
+	uint32_t h;
+
+	if (ev->kind != DECODED_STACK_REF || (!stack_texts &&
+	    !(stack_texts = calloc(STACK_TEXT_SLOTS, sizeof(*stack_texts))))) {
+		for (uint16_t i = 0; i < ev->nr; i++)
+			print_frame(s, ev, i);
+		return;
+	}
+	h = (ev->stack_id * 2654435761u + (uint32_t)(uintptr_t)ev->segment) % STACK_TEXT_SLOTS;
+	t = &stack_texts[h];
+	if (!t->text || t->segment != ev->segment || t->id != ev->stack_id) {
+		trace_seq_init(&f);
+		for (uint16_t i = 0; i < ev->nr; i++)
+			print_frame(&f, ev, i);
+		trace_seq_terminate(&f);
+		free(t->text);
+		*t = (struct stack_text){ .segment = ev->segment, .id = ev->stack_id,
+					  .text = strndup(f.buffer, f.len), .len = f.len };
+		trace_seq_destroy(&f);
+		if (!t->text) {
+			for (uint16_t i = 0; i < ev->nr; i++)
+				print_frame(s, ev, i);
+			return;
+		}
+	}
+	trace_seq_puts(s, t->text);
+}
+
 /* trace-cmd report's layout: COMM-PID [CPU] TIME: NAME: (padded to 20) INFO */
 static void print_known(struct trace_seq *s, const struct decoded_event *ev, bool ns)
 {
@@ -155,8 +213,7 @@ static void print_known(struct trace_seq *s, const struct decoded_event *ev, boo
 	}
 	trace_seq_puts(s, "<stack trace >");
 	if (ev->resolved)
-		for (uint16_t i = 0; i < ev->nr; i++)
-			print_frame(s, ev, i);
+		print_frames(s, ev);
 	else if (ev->kind == DECODED_KERNEL_STACK)
 		trace_seq_printf(s, "\n=> <%s>", ev->unresolved_reason);
 	else
@@ -259,6 +316,7 @@ int cmd_report(int argc, char **argv)
 	}
 	r = decode_all(argv + optind, argc - optind, &filter, report_event, &ctx);
 	trace_seq_destroy(&ctx.s);
+	stack_texts_free();
 	if (r < 0)
 		return 1;
 	if (fflush(stdout) != 0) {

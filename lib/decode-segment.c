@@ -228,6 +228,9 @@ static bool frame_wanted(const struct segment_index *idx, size_t *seek, uint64_t
 
 	if (!idx || !(idx->flags & SEGMENT_INDEX_F_SEEK))
 		return true;
+	/* without a window every frame is read, those without events too (lost-event flags) */
+	if (f->since == 0 && f->until == UINT64_MAX)
+		return true;
 	while (*seek < idx->nr_frames && idx->frames[*seek].offset < offset)
 		(*seek)++;
 	if (*seek >= idx->nr_frames || idx->frames[*seek].offset != offset)
