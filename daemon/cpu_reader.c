@@ -128,8 +128,12 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	}
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->page = malloc(r->page_size);
-	/* the column encoding of a frame is at most a little longer than the frame */
-	r->zcap = ZSTD_compressBound(p->frame_size + r->page_size * 2) * 2 + 65536;
+	/*
+	 * The column encoding of a frame is at most a little longer than the
+	 * frame (a few varints per page); one that is longer than this room
+	 * allows is stored as pages (compress_frame()).
+	 */
+	r->zcap = ZSTD_compressBound(p->frame_size + r->page_size * 2 + 65536);
 	r->zbuf = malloc(r->zcap);
 	r->cctx = ZSTD_createCCtx();
 	if (r->wake_fd < 0 || !r->page || !r->zbuf || !r->cctx ||
