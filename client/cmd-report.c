@@ -59,8 +59,8 @@ static void note_unresolved(const struct decoder *d)
  * negative value stops it. Returns 0 when everything decoded, 1 when
  * something was damaged or fn failed, -1 when nothing could be decoded.
  */
-static int decode_all(char **paths, int n, int (*fn)(struct decoded_event *ev, void *userdata),
-		      void *userdata)
+static int decode_all(char **paths, int n, const struct decoder_filter *filter,
+		      int (*fn)(struct decoded_event *ev, void *userdata), void *userdata)
 {
 	struct decoder *d = NULL;
 	struct decoded_event ev;
@@ -72,6 +72,8 @@ static int decode_all(char **paths, int n, int (*fn)(struct decoded_event *ev, v
 		log_errno(LOG_ERR, r, "cannot decode");
 		return -1;
 	}
+	if (filter)
+		(void)decoder_set_filter(d, filter);
 	for (;;) {
 		r = decoder_next(d, &ev);
 		if (r == 0)
@@ -125,6 +127,64 @@ static void print_unknown(struct trace_seq *s, const struct decoded_event *ev, b
 	trace_seq_printf(s, " [UNKNOWN EVENT TYPE %d]", tep_data_type(ev->tep, ev->record));
 }
 
+/*
+ * The printed frames of daemon stacks (stack_ref), which a segment stores
+ * once and its events name again and again: formatted once per segment
+ * and stack, not once per event. Direct-mapped; the key is the segment's
+ * path (the decoder hands out the caller's own strings, one per segment)
+ * and the stack's id.
+ */
+#define STACK_TEXT_SLOTS 8192
+struct stack_text {
+	const char *segment;
+	uint32_t id;
+	char *text;
+	size_t len;
+};
+static struct stack_text *stack_texts;
+
+static void stack_texts_free(void)
+{
+	if (!stack_texts)
+		return;
+	for (size_t i = 0; i < STACK_TEXT_SLOTS; i++)
+		free(stack_texts[i].text);
+	free(stack_texts);
+	stack_texts = NULL;
+}
+
+static void print_frames(struct trace_seq *s, const struct decoded_event *ev)
+{
+	struct stack_text *t;
+	struct trace_seq f;
+	uint32_t h;
+
+	if (ev->kind != DECODED_STACK_REF || (!stack_texts &&
+	    !(stack_texts = calloc(STACK_TEXT_SLOTS, sizeof(*stack_texts))))) {
+		for (uint16_t i = 0; i < ev->nr; i++)
+			print_frame(s, ev, i);
+		return;
+	}
+	h = (ev->stack_id * 2654435761u + (uint32_t)(uintptr_t)ev->segment) % STACK_TEXT_SLOTS;
+	t = &stack_texts[h];
+	if (!t->text || t->segment != ev->segment || t->id != ev->stack_id) {
+		trace_seq_init(&f);
+		for (uint16_t i = 0; i < ev->nr; i++)
+			print_frame(&f, ev, i);
+		trace_seq_terminate(&f);
+		free(t->text);
+		*t = (struct stack_text){ .segment = ev->segment, .id = ev->stack_id,
+					  .text = strndup(f.buffer, f.len), .len = f.len };
+		trace_seq_destroy(&f);
+		if (!t->text) {
+			for (uint16_t i = 0; i < ev->nr; i++)
+				print_frame(s, ev, i);
+			return;
+		}
+	}
+	trace_seq_puts(s, t->text);
+}
+
 /* trace-cmd report's layout: COMM-PID [CPU] TIME: NAME: (padded to 20) INFO */
 static void print_known(struct trace_seq *s, const struct decoded_event *ev, bool ns)
 {
@@ -153,8 +213,7 @@ static void print_known(struct trace_seq *s, const struct decoded_event *ev, boo
 	}
 	trace_seq_puts(s, "<stack trace >");
 	if (ev->resolved)
-		for (uint16_t i = 0; i < ev->nr; i++)
-			print_frame(s, ev, i);
+		print_frames(s, ev);
 	else if (ev->kind == DECODED_KERNEL_STACK)
 		trace_seq_printf(s, "\n=> <%s>", ev->unresolved_reason);
 	else
@@ -182,14 +241,15 @@ static void print_event(struct trace_seq *s, const struct decoded_event *ev, boo
 
 static void report_usage(FILE *f)
 {
-	fprintf(f, "Usage: stackmapctl report [--cpu N] [--events] SEGMENT...\n"
-		   "  --cpu N    only events of CPU N\n"
+	fprintf(f, "Usage: stackmapctl report [--cpu N] [--since T] [--until T] [--events] SEGMENT...\n"
+		   "  --cpu N    only events of CPU N (only its frames are read)\n"
+		   "  --since T  only events at or after T (trace clock, seconds as printed)\n"
+		   "  --until T  only events at or before T (frames outside are not read)\n"
 		   "  --events   only events, without their stacks\n");
 }
 
 struct report_ctx {
 	struct trace_seq s;
-	long cpu;			/* -1: all */
 	bool events_only;
 };
 
@@ -197,8 +257,6 @@ static int report_event(struct decoded_event *ev, void *userdata)
 {
 	struct report_ctx *ctx = userdata;
 
-	if (ctx->cpu >= 0 && ev->cpu != (unsigned long)ctx->cpu)
-		return 0;
 	/* trace-cmd 3.1.6's words for events the kernel lost before a page */
 	if (ev->lost_before > 0)
 		printf("CPU:%u [%lld EVENTS DROPPED]\n", ev->cpu, ev->lost_before);
@@ -214,23 +272,24 @@ int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "cpu", required_argument, NULL, 'c' },
+		{ "since", required_argument, NULL, 's' },
+		{ "until", required_argument, NULL, 'u' },
 		{ "events", no_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct report_ctx ctx = { .cpu = -1 };
-	int c, r;
+	struct decoder_filter filter = DECODER_FILTER_ALL;
+	struct report_ctx ctx = { 0 };
+	int c, r, idx;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
-		char *e;
-
+	while ((c = getopt_long(argc, argv, "+h", opts, &idx)) >= 0) {
 		switch (c) {
 		case 'c':
-			errno = 0;
-			ctx.cpu = strtol(optarg, &e, 10);
-			if (errno || *e || ctx.cpu < 0 || ctx.cpu >= STACKTAB_MAX_CPUS) {
-				log_err("report: invalid CPU '%s'", optarg);
+		case 's':
+		case 'u':
+			if (decoder_filter_parse(&filter, opts[idx].name, optarg) < 0) {
+				log_err("report: invalid --%s '%s'", opts[idx].name, optarg);
 				return 2;
 			}
 			break;
@@ -251,8 +310,13 @@ int cmd_report(int argc, char **argv)
 	}
 
 	trace_seq_init(&ctx.s);
-	r = decode_all(argv + optind, argc - optind, report_event, &ctx);
+	if (filter.since > filter.until) {
+		log_err("report: --since is after --until");
+		return 2;
+	}
+	r = decode_all(argv + optind, argc - optind, &filter, report_event, &ctx);
 	trace_seq_destroy(&ctx.s);
+	stack_texts_free();
 	if (r < 0)
 		return 1;
 	if (fflush(stdout) != 0) {
@@ -442,7 +506,7 @@ int cmd_folded(int argc, char **argv)
 		return 2;
 	}
 
-	r = decode_all(argv + optind, argc - optind, folded_event, &ctx);
+	r = decode_all(argv + optind, argc - optind, NULL, folded_event, &ctx);
 	buf_done(&ctx.b);
 	if (r < 0) {
 		folds_done(&ctx.f);

@@ -76,6 +76,7 @@ static struct archive_segment *segment_free_state(struct archive_segment *s)
 	free(s->id_bitmap);
 	free(s->cpus);
 	buf_done(&s->addrs);
+	buf_done(&s->seek);
 	free(s);
 	return NULL;
 }
@@ -201,10 +202,20 @@ static int write_frame_locked(struct archive *a, struct archive_segment *s,
 	if (r < 0)
 		return r;
 	if (f->stored) {
+		struct segment_seek e = {
+			.cpu = f->cpu,
+			.offset = segment_writer_size(s->writer),
+			.first_ts = f->first_ts,
+			.last_ts = f->last_ts,
+		};
+
 		r = segment_writer_append_compressed(s->writer, SEGMENT_REC_PAGES, f->cpu, f->stored,
-						     f->stored_len, f->raw_len);
+						     f->stored_len, f->raw_len, f->flags);
 		if (r < 0)
 			return r;
+		/* without room for its line the table is dropped: readers then scan */
+		if (buf_append(&s->seek, &e, sizeof(e)) < 0)
+			s->seek_failed = true;
 	}
 	if (f->cpu < s->nr_cpus) {
 		struct segment_cpu_index *ci = &s->cpus[f->cpu];
@@ -439,6 +450,11 @@ static int finish_segment(struct archive *a, struct archive_segment *s, bool fin
 	idx.unresolved = s->unresolved;
 	idx.nr_cpus = s->nr_cpus;
 	idx.cpus = s->cpus;
+	if (!s->seek_failed) {
+		idx.flags |= SEGMENT_INDEX_F_SEEK;
+		idx.frames = (struct segment_seek *)(void *)s->seek.data;
+		idx.nr_frames = (uint32_t)(s->seek.len / sizeof(struct segment_seek));
+	}
 	r = segment_writer_finish(s->writer, &idx, a->sync, &path);
 	s->writer = NULL;
 	if (r < 0) {

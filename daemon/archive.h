@@ -26,6 +26,7 @@ struct archive_frame {
 	const void *stored;			/* one zstd frame; NULL: no pages */
 	size_t stored_len;
 	size_t raw_len;
+	uint16_t flags;				/* SEGMENT_REC_F_COLUMNS or 0 */
 	uint64_t pages;
 	uint64_t events;
 	uint64_t first_ts, last_ts;		/* 0: no event */
@@ -48,6 +49,8 @@ struct archive_segment {
 	struct buf addrs;			/* u64 addresses of the daemon stacks written */
 	unsigned nr_cpus;
 	struct segment_cpu_index *cpus;		/* nr_cpus entries, indexed by cpu */
+	struct buf seek;			/* struct segment_seek per PAGES record */
+	bool seek_failed;			/* ENOMEM on the way: no seek table */
 	uint64_t dstacks;			/* daemon stack entries written */
 	uint32_t first_gen, last_gen;		/* kernel map generations; set by the owner */
 	uint64_t unresolved;

@@ -25,10 +25,13 @@
 
 #include "archive.h"
 #include "cpu_reader.h"
+#include "frame-columns.h"
 #include "log.h"
 #include "util.h"
 
 #define READER_NICE -10
+
+static struct log_ratelimit columns_rl = LOG_RATELIMIT_INIT;
 
 struct cpu_reader {
 	struct cpu_reader_params p;
@@ -44,6 +47,8 @@ struct cpu_reader {
 	uint8_t *zbuf;
 	size_t zcap;
 	ZSTD_CCtx *cctx;
+	struct frame_columns *fc;	/* NULL: frames are stored as pages */
+	struct buf enc;			/* the column encoding of the frame */
 	struct transcoder tc;
 	struct page_summary acc;	/* of the frame being built */
 	uint64_t frame_pages;
@@ -73,6 +78,24 @@ static void signal_fd(int fd)
 
 	if (fd >= 0)
 		(void)!write(fd, &one, sizeof(one));
+}
+
+/* The column encoder, with the layout of every recorded event (the stack_ref format included). */
+static int setup_columns(struct cpu_reader *r)
+{
+	if (!r->p.columns || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return 0;
+	r->fc = frame_columns_new(r->p.layout->commit_size);
+	if (!r->fc)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->p.nr_formats; i++) {
+		int k = frame_columns_add_format(r->fc, r->p.formats[i]);
+
+		/* an event without a usable format is stored verbatim */
+		if (k == -ENOMEM)
+			return k;
+	}
+	return 0;
 }
 
 int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
@@ -109,7 +132,12 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	}
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->page = malloc(r->page_size);
-	r->zcap = ZSTD_compressBound(p->frame_size + r->page_size * 2);
+	/*
+	 * The column encoding of a frame is at most a little longer than the
+	 * frame (a few varints per page); one that is longer than this room
+	 * allows is stored as pages (compress_frame()).
+	 */
+	r->zcap = ZSTD_compressBound(p->frame_size + r->page_size * 2 + 65536);
 	r->zbuf = malloc(r->zcap);
 	r->cctx = ZSTD_createCCtx();
 	if (r->wake_fd < 0 || !r->page || !r->zbuf || !r->cctx ||
@@ -118,6 +146,10 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 		goto fail;
 	}
 	(void)ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_compressionLevel, p->compression_level);
+	(void)ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_contentSizeFlag, 1);
+	rr = setup_columns(r);
+	if (rr < 0)
+		goto fail;
 	rr = transcoder_init(&r->tc, p->layout, p->dedup);
 	if (rr < 0)
 		goto fail;
@@ -126,6 +158,67 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 fail:
 	cpu_reader_free(r);
 	return rr;
+}
+
+/*
+ * One zstd frame of the column encoding in r->enc, into r->zbuf, with a
+ * block ended after each stream of 1 KiB or more: every large stream gets
+ * entropy tables of its own. Returns the stored length or 0 on failure.
+ */
+static size_t compress_columns(struct cpu_reader *r)
+{
+	ZSTD_outBuffer ob = { r->zbuf, r->zcap, 0 };
+	ZSTD_inBuffer ib = { r->enc.data, 0, 0 };
+	struct frame_columns_stream st;
+	size_t z;
+
+	if (ZSTD_isError(ZSTD_CCtx_reset(r->cctx, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(r->cctx, r->enc.len)))
+		return 0;
+	for (size_t i = 0;; i++) {
+		bool last = frame_columns_get_stream(r->fc, i, &st) < 0;
+
+		ib.size = last ? r->enc.len : st.start + st.len;
+		if (!last && st.len < 1024)
+			continue;	/* small streams share a block */
+		do
+			z = ZSTD_compressStream2(r->cctx, &ob, &ib, last ? ZSTD_e_end : ZSTD_e_flush);
+		while (!ZSTD_isError(z) && z && ob.pos < ob.size);
+		if (ZSTD_isError(z) || z)
+			return 0;
+		if (last)
+			return ob.pos;
+	}
+}
+
+/* Compress the frame (column-encoded if set up): stored length, 0 on failure; *ret_raw, *ret_flags. */
+static size_t compress_frame(struct cpu_reader *r, size_t *ret_raw, uint16_t *ret_flags)
+{
+	size_t z;
+
+	if (r->fc) {
+		buf_reset(&r->enc);
+		if (frame_columns_encode(r->fc, r->frame.data, r->frame.len, &r->enc) == 0 &&
+		    r->enc.len <= SEGMENT_MAX_RAW &&
+		    ZSTD_compressBound(r->enc.len) + 4096 <= r->zcap) {
+			z = compress_columns(r);
+			if (z) {
+				*ret_raw = r->enc.len;
+				*ret_flags = SEGMENT_REC_F_COLUMNS;
+				return z;
+			}
+		}
+		(void)log_ratelimit_warn_errno(&columns_rl, -ENOMEM,
+					       "CPU %d: frame stored without column encoding",
+					       r->p.cpu);
+	}
+	(void)ZSTD_CCtx_reset(r->cctx, ZSTD_reset_session_only);
+	z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->frame.data, r->frame.len);
+	if (ZSTD_isError(z))
+		return 0;
+	*ret_raw = r->frame.len;
+	*ret_flags = 0;
+	return z;
 }
 
 static int emit_frame(struct cpu_reader *r, const struct segment_generation *boundary)
@@ -148,13 +241,12 @@ static int emit_frame(struct cpu_reader *r, const struct segment_generation *bou
 	if (!r->frame.len && !boundary)
 		return 0;
 	if (r->frame.len) {
-		size_t z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->frame.data, r->frame.len);
+		size_t z = compress_frame(r, &f.raw_len, &f.flags);
 
-		if (ZSTD_isError(z))
+		if (!z)
 			return -EIO;
 		f.stored = r->zbuf;
 		f.stored_len = z;
-		f.raw_len = r->frame.len;
 		atomic_fetch_add(&r->st_stored, z);
 	}
 	rr = archive_append_frame(r->p.archive, &f);
@@ -462,6 +554,8 @@ struct cpu_reader *cpu_reader_free(struct cpu_reader *r)
 		close(r->wake_fd);
 	transcoder_done(&r->tc);
 	buf_done(&r->frame);
+	frame_columns_free(r->fc);
+	buf_done(&r->enc);
 	free(r->page);
 	free(r->zbuf);
 	ZSTD_freeCCtx(r->cctx);

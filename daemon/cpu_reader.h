@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * One reader per CPU: a thread that splices whole ring-buffer pages from
- * trace_pipe_raw (libtracefs), transcodes them into a frame, compresses the
- * frame with its own zstd context and hands it to the archive. It owns its
+ * trace_pipe_raw (libtracefs), transcodes them into a frame, column-encodes
+ * it (frame-columns.h) unless told not to, compresses it with its own zstd
+ * context and hands it to the archive. It owns its
  * tracefs_cpu, buffers and counters; main talks to it only through
  * requests (flush, stop) and the counters, all atomics.
  */
@@ -27,6 +28,9 @@ struct cpu_reader_params {
 	struct archive *archive;		/* borrowed */
 	size_t frame_size;			/* raw bytes per compressed frame */
 	int compression_level;
+	bool columns;				/* column-encode frames (little-endian traces only) */
+	const char *const *formats;		/* event format texts for the encoder, borrowed */
+	size_t nr_formats;
 	int notify_fd;				/* eventfd main polls: flush done, markers seen */
 };
 

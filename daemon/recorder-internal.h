@@ -63,6 +63,8 @@ struct recorder {
 
 	struct file_item *files;		/* decode files, collected once */
 	size_t nr_files;
+	char **formats;				/* event format texts among files, borrowed */
+	size_t nr_formats;
 	char recording_id[33];
 	char *boot_id;
 	struct utsname uts;

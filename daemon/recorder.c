@@ -296,6 +296,16 @@ static int open_readers(struct recorder *rec)
 		return -ENODEV;
 	rec->nr_cpus = (unsigned)n;
 	rec->readers = calloc(rec->nr_cpus, sizeof(*rec->readers));
+	/* the column encoder needs every recorded event's layout; the texts stay in files */
+	free(rec->formats);
+	rec->formats = calloc(rec->nr_files + 1, sizeof(*rec->formats));
+	if (!rec->formats)
+		return -ENOMEM;
+	rec->nr_formats = 0;
+	for (size_t i = 0; i < rec->nr_files; i++)
+		if (startswith(rec->files[i].name, "events/") &&
+		    strstr(rec->files[i].name, "/format"))
+			rec->formats[rec->nr_formats++] = rec->files[i].data;
 	rec->kstats_base = calloc(rec->nr_cpus, sizeof(*rec->kstats_base));
 	rec->rate_events = calloc(rec->nr_cpus, sizeof(*rec->rate_events));
 	rec->cpu_status = calloc(rec->nr_cpus, sizeof(*rec->cpu_status));
@@ -324,6 +334,9 @@ int recorder_open_reader(struct recorder *rec, int cpu)
 		.archive = rec->archive,
 		.frame_size = rec->cfg->frame_size,
 		.compression_level = rec->cfg->compression_level,
+		.columns = rec->cfg->frame_encoding == CONFIG_FRAME_COLUMNS,
+		.formats = (const char *const *)rec->formats,
+		.nr_formats = rec->nr_formats,
 		.notify_fd = rec->notify_fd,
 	};
 	int r;
@@ -630,6 +643,7 @@ struct recorder *recorder_free(struct recorder *rec)
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		cpu_reader_free(rec->readers[i]);
 	free(rec->readers);
+	free(rec->formats);
 	sd_event_source_disable_unref(rec->notify_src);
 	sd_event_source_disable_unref(rec->rotate_src);
 	sd_event_source_disable_unref(rec->age_timer);

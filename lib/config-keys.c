@@ -21,6 +21,7 @@
 /* Indexed by the enums in config.h. */
 static const char *const stackmap_names[] = { "auto", "on", "off", NULL };
 static const char *const reset_mode_names[] = { "lossless", "strict", NULL };
+static const char *const frame_encoding_names[] = { "columns", "pages", NULL };
 static const char *const record_mode_names[] = { "stream", "flight", NULL };
 
 #define FIELD(type) (*(type *)field)
@@ -344,6 +345,8 @@ const struct config_key config_keys[] = {
 	    RANGE(1, 19)),
 	KEY("archive", "frame_size", parse_sz, FIELD_U64, CFG_FIELD(frame_size),
 	    RANGE(64 * KB, 16 * MB)),
+	KEY("archive", "frame_encoding", parse_enum, FIELD_ENUM, CFG_FIELD(frame_encoding),
+	    .choices = frame_encoding_names),
 	KEY("archive", "segment_size", parse_sz, FIELD_U64, CFG_FIELD(segment_size),
 	    RANGE(1 * MB, 64 * GB), .zero_off = true),
 	KEY("archive", "segment_age", parse_dur, FIELD_U64, CFG_FIELD(segment_age_usec),

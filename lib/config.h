@@ -30,6 +30,12 @@ enum config_reset_mode {
 	CONFIG_RESET_MODE_MAX
 };
 
+enum config_frame_encoding {
+	CONFIG_FRAME_COLUMNS,		/* column-encode frames before compressing them */
+	CONFIG_FRAME_PAGES,		/* compress the pages as they are */
+	CONFIG_FRAME_ENCODING_MAX
+};
+
 enum config_record_mode {
 	CONFIG_RECORD_STREAM,		/* write everything as it comes */
 	CONFIG_RECORD_FLIGHT,		/* overwrite buffer, write on snapshot/trigger */
@@ -72,6 +78,7 @@ struct config {
 	char *directory;
 	int compression_level;
 	uint64_t frame_size;		/* raw bytes per compressed page frame */
+	enum config_frame_encoding frame_encoding;
 	uint64_t segment_size;		/* rotate at this many bytes; 0 = never */
 	uint64_t segment_age_usec;	/* rotate at this age; 0 = never */
 	uint64_t max_size;		/* retention: total bytes; 0 = unlimited */

@@ -31,12 +31,18 @@ struct item {
 	uint8_t data[];
 };
 
+/* Where one item of a CPU's stream is: a PAGES record to read, or a boundary. */
+struct item_ref {
+	uint64_t offset;	/* of its record */
+	bool boundary;
+	uint32_t generation;	/* boundary: the generation that starts */
+};
+
 struct cpu_stream {
-	uint32_t total;		/* items the first pass found */
-	uint32_t read;		/* items read from the file so far (queued or handed out) */
-	struct item *head, *tail;
-	struct segment_reader *own;	/* private reader, after the lookahead limit was hit */
-	uint32_t own_skip;	/* items the private reader must skip (read before it existed) */
+	uint32_t total;		/* items the first pass selected */
+	uint32_t read;		/* items handed out so far */
+	struct item_ref *refs;	/* total entries, in file order */
+	uint32_t cap;
 };
 
 struct decoder_segment {
@@ -54,12 +60,10 @@ struct decoder_segment {
 	struct tep_format_field *caller_field, *size_field, *id_field, *ref_field;
 	uint64_t data_end;	/* records at or after this offset are not used */
 
-	/* second pass */
+	/* second pass: the first pass's reader fetches each selected frame at its offset */
 	struct cpu_stream *cpus;	/* indexed by CPU */
 	size_t nr_cpus;
-	struct segment_reader *shared;
-	bool shared_done;
-	size_t queued;		/* payload bytes in all queues */
+	struct segment_reader *rd;
 };
 
 /*
@@ -71,10 +75,21 @@ void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...) 
 /*
  * The next item of cpu's stream in segment s (NULL: a segment that could
  * not be read): 1 and *ret (owned by the caller, free()), 0 when the CPU
- * has nothing more in s, or -ENOMEM. lookahead bounds the bytes queued for
- * other CPUs before cpu switches to a reader of its own.
+ * has nothing more in s, or -ENOMEM. Each frame is read at its offset when
+ * it is needed, so that no CPU's records are queued for another; lookahead
+ * is no longer used.
  */
 int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t lookahead,
 			      struct item **ret);
+
+/*
+ * Read the tables of the segment at path as decoder_segment_load() does,
+ * and select the frames that f (NULL: all) asks for, by the seek table.
+ */
+int decoder_segment_load_filtered(const char *path, const struct decoder_filter *f,
+				  struct decoder_segment **ret, char **ret_error);
+
+/* PAGES records the segment's reader decompressed so far. */
+uint64_t decoder_segment_frames_read(const struct decoder_segment *s);
 
 #endif

@@ -2,19 +2,17 @@
 /*
  * One segment for the decoder (decode.h, decode-internal.h).
  *
- * A segment is read twice. The first pass (decoder_segment_load()) reads
- * every record for what events need before they can be printed: META, the
- * FILE records (formats, kallsyms, comms) and the stack table, which the
- * daemon writes after the pages that use it. It also counts each CPU's
- * PAGES records and per-CPU GENERATION boundaries.
+ * The first pass (decoder_segment_load()) reads every record except the
+ * pages for what events need before they can be printed: META, the FILE
+ * records (formats, kallsyms, comms) and the stack table, which the daemon
+ * writes after the pages that use it. PAGES records are only located
+ * (their headers are read, their payloads are not), and with the seek
+ * table of the segment's INDEX only those of the CPU and time window asked
+ * for are kept, with each CPU's per-CPU GENERATION boundaries.
  *
  * The second pass (decoder_segment_next_item()) hands out each CPU's
- * records in file order. Records of different CPUs interleave in a segment
- * in the order the CPUs' pages were read, so one sequential reader feeds
- * every CPU: records of CPUs other than the one that needs data are queued
- * for them. The queues are bounded; when a CPU's next record is further
- * away than that, the CPU gets a reader of its own that skips the other
- * CPUs' records.
+ * records in file order, reading and decompressing each frame once, at its
+ * offset, when that CPU needs it: nothing is queued for other CPUs.
  */
 #include <endian.h>
 #include <inttypes.h>
@@ -64,26 +62,14 @@ const char *decoder_segment_meta(const struct decoder_segment *s, const char *ke
 	return segment_meta_get(&s->meta, key);
 }
 
-static void item_free_list(struct item *it)
-{
-	while (it) {
-		struct item *n = it->next;
-
-		free(it);
-		it = n;
-	}
-}
-
 struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 {
 	if (!s)
 		return NULL;
-	for (size_t i = 0; i < s->nr_cpus; i++) {
-		item_free_list(s->cpus[i].head);
-		segment_reader_free(s->cpus[i].own);
-	}
+	for (size_t i = 0; i < s->nr_cpus; i++)
+		free(s->cpus[i].refs);
 	free(s->cpus);
-	segment_reader_free(s->shared);
+	segment_reader_free(s->rd);
 	segment_meta_done(&s->meta);
 	for (size_t i = 0; i < s->nr_errors; i++)
 		free(s->errors[i]);
@@ -219,8 +205,65 @@ static int cpu_streams(struct decoder_segment *s, uint32_t cpu, struct cpu_strea
 	return 0;
 }
 
-static int load_record(struct decoder_segment *s, const struct segment_record *rec)
+static int add_ref(struct cpu_stream *cs, const struct item_ref *ref)
 {
+	if (cs->total == cs->cap) {
+		uint32_t ncap = cs->cap ? cs->cap * 2 : 16;
+		struct item_ref *n = realloc(cs->refs, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		cs->refs = n;
+		cs->cap = ncap;
+	}
+	cs->refs[cs->total++] = *ref;
+	return 0;
+}
+
+/* Whether the frame at offset may hold events f asks for; seek walks the seek table along. */
+static bool frame_wanted(const struct segment_index *idx, size_t *seek, uint64_t offset,
+			 const struct decoder_filter *f)
+{
+	const struct segment_seek *e;
+
+	if (!idx || !(idx->flags & SEGMENT_INDEX_F_SEEK))
+		return true;
+	/* without a window every frame is read, those without events too (lost-event flags) */
+	if (f->since == 0 && f->until == UINT64_MAX)
+		return true;
+	while (*seek < idx->nr_frames && idx->frames[*seek].offset < offset)
+		(*seek)++;
+	if (*seek >= idx->nr_frames || idx->frames[*seek].offset != offset)
+		return true;	/* not in the table: read it */
+	e = &idx->frames[*seek];
+	if (!e->first_ts && e->last_ts != UINT64_MAX)
+		return false;	/* no event */
+	return e->last_ts >= f->since && e->first_ts <= f->until;
+}
+
+/* True if the INDEX of a finished segment proves that it has no event f asks for. */
+static bool segment_unwanted(const struct segment_index *idx, const struct decoder_filter *f)
+{
+	if (!idx || !idx->nr_cpus || (idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		return false;
+	if (f->cpu < 0 && f->since == 0 && f->until == UINT64_MAX)
+		return false;
+	for (uint32_t i = 0; i < idx->nr_cpus; i++) {
+		const struct segment_cpu_index *c = &idx->cpus[i];
+
+		if (f->cpu >= 0 && c->cpu != (uint32_t)f->cpu)
+			continue;
+		if (c->events && c->last_ts >= f->since && c->first_ts <= f->until)
+			return false;
+	}
+	return true;
+}
+
+static int load_record(struct decoder_segment *s, const struct segment_record *rec,
+		       const struct decoder_filter *f, const struct segment_index *idx,
+		       size_t *seek)
+{
+	struct item_ref ref = { .offset = rec->offset };
 	struct segment_generation g;
 	struct cpu_stream *cs;
 	int r;
@@ -245,8 +288,12 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 			return r;
 		if (r < 0 || rec->cpu == SEGMENT_NO_CPU)
 			return 0;
+		ref.boundary = true;
+		ref.generation = g.generation;
 		break;
 	case SEGMENT_REC_PAGES:
+		if (!frame_wanted(idx, seek, rec->offset, f))
+			return 0;
 		break;
 	default:
 		return 0;
@@ -260,8 +307,9 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 	}
 	if (r < 0)
 		return r;
-	cs->total++;
-	return 0;
+	if (f->cpu >= 0 && rec->cpu != (uint32_t)f->cpu)
+		return 0;
+	return add_ref(cs, &ref);
 }
 
 /* Event type of a stack entry: META names it; formats by name if META does not. */
@@ -308,9 +356,18 @@ static const char *open_error_text(int r)
 
 int decoder_segment_load(const char *path, struct decoder_segment **ret, char **ret_error)
 {
+	return decoder_segment_load_filtered(path, NULL, ret, ret_error);
+}
+
+int decoder_segment_load_filtered(const char *path, const struct decoder_filter *filter,
+				  struct decoder_segment **ret, char **ret_error)
+{
 	_cleanup_(decoder_segment_freep) struct decoder_segment *s = NULL;
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
+	const struct decoder_filter *f = filter ? filter : &DECODER_FILTER_ALL;
+	const struct segment_index *idx;
 	bool seen_meta = false, clean_end = false;
+	size_t seek = 0;
 	int r;
 
 	s = calloc(1, sizeof(*s));
@@ -327,6 +384,14 @@ int decoder_segment_load(const char *path, struct decoder_segment **ret, char **
 		if (ret_error && asprintf(ret_error, "'%s': %s", path, open_error_text(r)) < 0)
 			*ret_error = NULL;
 		return r;
+	}
+	/* pages are read in the second pass, and only those asked for */
+	segment_reader_skip_pages(rd, true);
+	idx = segment_reader_index(rd);
+	if (segment_unwanted(idx, f)) {
+		/* nothing to read in it: not even its tables */
+		*ret = steal_ptr(s);
+		return 0;
 	}
 
 	for (;;) {
@@ -364,7 +429,7 @@ int decoder_segment_load(const char *path, struct decoder_segment **ret, char **
 			seen_meta = true;
 			continue;
 		}
-		r = load_record(s, &rec);
+		r = load_record(s, &rec, f, idx, &seek);
 		if (r < 0)
 			return r;
 	}
@@ -375,8 +440,6 @@ int decoder_segment_load(const char *path, struct decoder_segment **ret, char **
 	}
 
 	if (clean_end) {
-		const struct segment_index *idx = segment_reader_index(rd);
-
 		if (!segment_reader_complete(rd))
 			decoder_segment_add_error(s, "'%s': incomplete (no trailer): the data ends at offset %" PRIu64,
 				  path, s->data_end);
@@ -388,6 +451,7 @@ int decoder_segment_load(const char *path, struct decoder_segment **ret, char **
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
 	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");
 
+	s->rd = steal_ptr(rd);
 	*ret = steal_ptr(s);
 	return 0;
 }
@@ -422,144 +486,74 @@ int decoder_segment_symbolize(const struct decoder_segment *s, uint64_t addr, bo
 
 /* ---- second pass: one CPU's items of a segment ---- */
 
-static bool is_stream_record(const struct decoder_segment *s, const struct segment_record *rec)
+uint64_t decoder_segment_frames_read(const struct decoder_segment *s)
 {
-	struct segment_generation g;
-
-	if (rec->offset >= s->data_end || rec->cpu >= s->nr_cpus)
-		return false;
-	if (rec->type == SEGMENT_REC_PAGES)
-		return true;
-	/* Exactly what the first pass counted: per-CPU boundaries that decode. */
-	return rec->type == SEGMENT_REC_GENERATION && rec->cpu != SEGMENT_NO_CPU &&
-	       segment_generation_decode(rec->data, rec->len, &g) == 0;
+	return s && s->rd ? segment_reader_pages_read(s->rd) : 0;
 }
 
-static struct item *item_new(const struct segment_record *rec)
+/*
+ * A frame that does not check out ends the segment's data there, as if the
+ * sequential read had stopped at it: later items of every CPU are dropped.
+ */
+static void frame_damaged(struct decoder_segment *s, uint64_t offset, int r)
 {
-	struct segment_generation g;
-	bool boundary = rec->type == SEGMENT_REC_GENERATION;
-	struct item *it = malloc(sizeof(*it) + (boundary ? 0 : rec->len));
-
-	if (!it)
-		return NULL;
-	*it = (struct item){ .offset = rec->offset, .boundary = boundary };
-	if (boundary) {
-		(void)segment_generation_decode(rec->data, rec->len, &g);
-		it->generation = g.generation;
-	} else {
-		memcpy(it->data, rec->data, rec->len);
-		it->len = rec->len;
-	}
-	return it;
-}
-
-/* The CPU's private reader: its own records only, after the ones read before it existed. */
-static int own_next(struct decoder_segment *s, unsigned int cpu, struct item **ret)
-{
-	struct cpu_stream *cs = &s->cpus[cpu];
-	struct segment_record rec;
-	int r;
-
-	for (;;) {
-		r = segment_reader_next(cs->own, &rec);
-		if (r == -ENOMEM)
-			return r;
-		if (r <= 0 || rec.offset >= s->data_end) {
-			cs->read = cs->total;
-			cs->own = segment_reader_free(cs->own);
-			return 0;
-		}
-		if (rec.cpu != cpu || !is_stream_record(s, &rec))
-			continue;
-		if (cs->own_skip) {
-			cs->own_skip--;
-			continue;
-		}
-		*ret = item_new(&rec);
-		if (!*ret)
-			return -ENOMEM;
-		cs->read++;
-		return 1;
-	}
+	if (offset < s->data_end)
+		s->data_end = offset;
+	if (r == -EBADMSG)
+		decoder_segment_add_error(s, "'%s': damaged at offset %" PRIu64 ": %s; the data after it is lost",
+					  s->path, segment_reader_error_offset(s->rd),
+					  segment_reader_error(s->rd));
+	else
+		decoder_segment_add_error(s, "'%s': read error at offset %" PRIu64 ": %s", s->path,
+					  offset, strerror(-r));
 }
 
 int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t lookahead,
 			      struct item **ret)
 {
 	struct segment_record rec;
+	const struct item_ref *ref;
 	struct cpu_stream *cs;
+	struct item *it;
 	int r;
 
-	if (!s || cpu >= s->nr_cpus)
+	(void)lookahead;
+	if (!s || cpu >= s->nr_cpus || !s->rd)
 		return 0;
 	cs = &s->cpus[cpu];
-	if (cs->head) {
-		struct item *it = cs->head;
-
-		cs->head = it->next;
-		if (!cs->head)
-			cs->tail = NULL;
-		s->queued -= it->len;
+	if (cs->read >= cs->total)
+		return 0;
+	ref = &cs->refs[cs->read];
+	if (ref->offset >= s->data_end) {
+		cs->read = cs->total;
+		return 0;
+	}
+	if (ref->boundary) {
+		it = calloc(1, sizeof(*it));
+		if (!it)
+			return -ENOMEM;
+		*it = (struct item){ .offset = ref->offset, .boundary = true,
+				     .generation = ref->generation };
+		cs->read++;
 		*ret = it;
 		return 1;
 	}
-	if (cs->read >= cs->total)
+	r = segment_reader_read_at(s->rd, ref->offset, &rec);
+	if (r == -ENOMEM)
+		return r;
+	if (r == 0 && (rec.type != SEGMENT_REC_PAGES || rec.cpu != cpu))
+		r = -EIO;	/* the file changed under us */
+	if (r < 0) {
+		frame_damaged(s, ref->offset, r);
+		cs->read = cs->total;
 		return 0;
-	if (cs->own)
-		return own_next(s, cpu, ret);
-	if (s->shared_done)
-		return 0;
-	if (!s->shared) {
-		r = segment_reader_open(s->path, &s->shared);
-		if (r < 0) {
-			decoder_segment_add_error(s, "'%s': cannot open again: %s", s->path, strerror(-r));
-			s->shared_done = true;
-			return r == -ENOMEM ? r : 0;
-		}
 	}
-
-	for (;;) {
-		struct cpu_stream *other;
-		struct item *it;
-
-		r = segment_reader_next(s->shared, &rec);
-		if (r == -ENOMEM)
-			return r;
-		if (r <= 0 || rec.offset >= s->data_end) {
-			s->shared_done = true;
-			s->shared = segment_reader_free(s->shared);
-			return 0;
-		}
-		if (!is_stream_record(s, &rec))
-			continue;
-		other = &s->cpus[rec.cpu];
-		if (other->own)
-			continue;
-		it = item_new(&rec);
-		if (!it)
-			return -ENOMEM;
-		other->read++;
-		if (rec.cpu == cpu) {
-			*ret = it;
-			return 1;
-		}
-		if (other->tail)
-			other->tail->next = it;
-		else
-			other->head = it;
-		other->tail = it;
-		s->queued += it->len;
-		if (s->queued > lookahead) {
-			/* Stop queueing for others: this CPU reads its records on its own. */
-			r = segment_reader_open(s->path, &cs->own);
-			if (r < 0) {
-				decoder_segment_add_error(s, "'%s': cannot open again: %s", s->path, strerror(-r));
-				cs->read = cs->total;
-				return r == -ENOMEM ? r : 0;
-			}
-			cs->own_skip = cs->read;
-			return own_next(s, cpu, ret);
-		}
-	}
+	it = malloc(sizeof(*it) + rec.len);
+	if (!it)
+		return -ENOMEM;
+	*it = (struct item){ .offset = rec.offset, .len = rec.len };
+	memcpy(it->data, rec.data, rec.len);
+	cs->read++;
+	*ret = it;
+	return 1;
 }

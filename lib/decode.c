@@ -101,6 +101,8 @@ struct decoder {
 	struct stacktab_stats stats;	/* of closed segments */
 	size_t lookahead;
 	uint64_t bad_pages;		/* pages the page walker rejected */
+	struct decoder_filter filter;
+	uint64_t frames_read;		/* by closed segments */
 };
 
 int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
@@ -121,7 +123,70 @@ int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
 		d->segs[i].path = paths[i];
 	d->nr_segs = n;
 	d->lookahead = DEFAULT_LOOKAHEAD;
+	d->filter = DECODER_FILTER_ALL;
 	*ret = d;
+	return 0;
+}
+
+int decoder_set_filter(struct decoder *d, const struct decoder_filter *f)
+{
+	if (!f || f->cpu < -1 || f->since > f->until)
+		return -EINVAL;
+	d->filter = *f;
+	return 0;
+}
+
+uint64_t decoder_frames_read(const struct decoder *d)
+{
+	uint64_t n = d->frames_read;
+
+	for (size_t k = d->cur; k < d->nr_segs; k++)
+		n += decoder_segment_frames_read(d->segs[k].s);
+	return n;
+}
+
+int decoder_parse_time(const char *s, uint64_t *ret_ns)
+{
+	uint64_t sec = 0, ns = 0, scale = 100000000;
+	const char *p = s;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (sec > (UINT64_MAX / 1000000000 - 9) / 10)
+			return -EINVAL;
+		sec = sec * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == s && *p != '.')
+		return -EINVAL;
+	if (*p == '.') {
+		if (!p[1] || p[1] < '0' || p[1] > '9')
+			return -EINVAL;
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			ns += (uint64_t)(*p - '0') * scale;	/* digits past ns are dropped */
+	}
+	if (*p)
+		return -EINVAL;
+	*ret_ns = sec * 1000000000 + ns;
+	return 0;
+}
+
+int decoder_filter_parse(struct decoder_filter *f, const char *name, const char *value)
+{
+	char *end;
+	long cpu;
+
+	if (streq(name, "since"))
+		return decoder_parse_time(value, &f->since);
+	if (streq(name, "until"))
+		return decoder_parse_time(value, &f->until);
+	if (!streq(name, "cpu"))
+		return -ENOENT;
+	errno = 0;
+	cpu = strtol(value, &end, 10);
+	if (errno || end == value || *end || cpu < 0 || cpu >= STACKTAB_MAX_CPUS)
+		return -EINVAL;
+	f->cpu = (int)cpu;
 	return 0;
 }
 
@@ -285,7 +350,7 @@ static int slot_open(struct decoder *d, size_t k)
 	if (slot->opened)
 		return 0;
 	slot->opened = true;
-	r = decoder_segment_load(slot->path, &slot->s, &slot->open_message);
+	r = decoder_segment_load_filtered(slot->path, &d->filter, &slot->s, &slot->open_message);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
@@ -344,6 +409,7 @@ static int slot_close(struct decoder *d, size_t k)
 		for (size_t i = 0; r >= 0 && i < slot->s->nr_errors; i++)
 			r = push_msg(d, -EBADMSG, steal_ptr(slot->s->errors[i]));
 		add_stats(&d->stats, slot->s->tab);
+		d->frames_read += decoder_segment_frames_read(slot->s);
 		slot->s = decoder_segment_free(slot->s);
 	}
 	return r;
@@ -466,6 +532,12 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 			size_t off = (size_t)((uint8_t *)data - c->page);
 			int size = kbuffer_event_size(c->kbuf);
 
+			if (size >= 0 && off + (size_t)size <= c->page_len &&
+			    (ts < d->filter.since || ts > d->filter.until)) {
+				/* outside the window asked for: not an event of this decoding */
+				data = kbuffer_next_event(c->kbuf, &ts);
+				continue;
+			}
 			if (size >= 0 && off + (size_t)size <= c->page_len) {
 				c->data = data;
 				c->size = size;

@@ -73,6 +73,31 @@ struct decoded_event {
 struct decoder;
 
 /*
+ * Which events to decode: a CPU and a time window (trace clock, ns,
+ * inclusive). Segments and frames outside are not read at all when the
+ * segment has a seek table; events outside are dropped.
+ */
+struct decoder_filter {
+	int cpu;		/* -1: every CPU */
+	uint64_t since;		/* 0: from the start */
+	uint64_t until;		/* UINT64_MAX: to the end */
+};
+#define DECODER_FILTER_ALL ((struct decoder_filter){ .cpu = -1, .since = 0, .until = UINT64_MAX })
+
+/*
+ * Parse a trace-clock time in seconds ("1234.5678", as report prints
+ * them) into ns. Returns 0 or -EINVAL.
+ */
+int decoder_parse_time(const char *s, uint64_t *ret_ns);
+
+/*
+ * Parse one filter option into f: name "cpu" (a CPU number), "since" or
+ * "until" (decoder_parse_time()). Returns 0, -EINVAL for a bad value,
+ * -ENOENT for another name. For command lines: --cpu N --since T --until T.
+ */
+int decoder_filter_parse(struct decoder_filter *f, const char *name, const char *value);
+
+/*
  * Prepare decoding of n segment files (paths borrowed; they must stay valid
  * while the decoder lives), in the order given, which should be recording
  * order. Nothing is read yet: problems with a file are reported by
@@ -116,6 +141,12 @@ void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret);
  * reads the segment again on its own instead (slower, bounded memory).
  */
 void decoder_set_lookahead_limit(struct decoder *d, size_t bytes);
+
+/* Decode only what f says (copied). Before the first decoder_next(). Returns 0 or -EINVAL. */
+int decoder_set_filter(struct decoder *d, const struct decoder_filter *f);
+
+/* PAGES records (frames) read and decompressed so far, over all segments. */
+uint64_t decoder_frames_read(const struct decoder *d);
 
 /* Free the decoder (NULL is fine). Returns NULL. */
 struct decoder *decoder_free(struct decoder *d);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "frame-columns-internal.h"
+#include "page-walk.h"
 
 struct frame_columns *frame_columns_new(unsigned int long_size)
 {
@@ -166,46 +167,28 @@ static int frame_type(struct frame_columns *fc, uint16_t id)
 }
 
 /*
- * One entry at data + off (avail bytes up to the commit length). Returns its
- * length (> 0), 0 if the page ends here (what is left is the page's tail),
- * -EPROTO if it runs past the commit length, -ENOMEM.
+ * Put the entry e (as the page walker found it) of the page whose data
+ * starts at frame + data into the streams. Returns 0 or -ENOMEM.
  */
-static int walk_entry(struct frame_columns *fc, const uint8_t *frame, size_t pos, size_t avail)
+static int put_entry(struct frame_columns *fc, const uint8_t *frame, size_t data,
+		     const struct page_entry *e)
 {
-	const uint8_t *e = frame + pos;
-	uint32_t hdr, arr = 0;
-	unsigned int type_len;
-	size_t total, dlen = 0;
+	size_t pos = data + e->offset, total = e->total, dlen = 0;
+	const uint8_t *p = frame + pos;
+	uint32_t hdr = get_le32(p), arr = 0;
+	unsigned int type_len = hdr & 31;
 	uint8_t kind = FC_K_RAW;
 	int k;
 
-	if (avail < 4)
-		return 0;
-	memcpy(&hdr, e, 4);
-	type_len = hdr & 31;
-	if (type_len == 0 || type_len >= FC_TYPE_PADDING) {
-		if (avail < 8)
-			return type_len == FC_TYPE_PADDING && !(hdr >> 5) ? 0 : -EPROTO;
-		memcpy(&arr, e + 4, 4);
-	}
-	if (type_len == FC_TYPE_PADDING && !(hdr >> 5))
-		return 0;
-	if (type_len == FC_TYPE_PADDING)
-		total = 4 + (size_t)arr;
-	else if (type_len >= FC_TYPE_TIME_EXTEND)
-		total = 8;
-	else if (type_len == 0)
-		total = 4 + (((size_t)arr + 3) & ~(size_t)3);
-	else
-		total = 4 + (size_t)type_len * 4;
-	if (total > avail || total > INT32_MAX)
-		return -EPROTO;
-
-	if (type_len >= FC_TYPE_TIME_EXTEND) {
-		kind = type_len == FC_TYPE_TIME_EXTEND ? FC_K_EXTEND : FC_K_STAMP;
-	} else if (type_len != FC_TYPE_PADDING && (type_len || (arr >= 6 && !(arr & 3)))) {
+	if (type_len == 0 || type_len >= FC_TYPE_PADDING)
+		arr = get_le32(p + 4);
+	if (e->kind == PAGE_ENTRY_TIME_EXTEND) {
+		kind = FC_K_EXTEND;
+	} else if (e->kind == PAGE_ENTRY_TIME_STAMP) {
+		kind = FC_K_STAMP;
+	} else if (e->kind == PAGE_ENTRY_DATA && (type_len || (arr >= 6 && !(arr & 3)))) {
 		dlen = type_len ? total - 4 : arr - 4;
-		k = frame_type(fc, (uint16_t)fc_get(e + total - dlen, 2));
+		k = frame_type(fc, (uint16_t)e->type);
 		if (k >= 0 && dlen >= fc->types[k].fmt->fixed)
 			kind = (uint8_t)(FC_K_EVENT + k);
 	}
@@ -217,7 +200,7 @@ static int walk_entry(struct frame_columns *fc, const uint8_t *frame, size_t pos
 	if (kind == FC_K_RAW) {
 		fc->stats.raw_entries++;
 		fc_vput(&fc->s[FC_S_LEN], total);
-		if (buf_append(&fc->s[FC_S_RAW], e, total) < 0)
+		if (buf_append(&fc->s[FC_S_RAW], p, total) < 0)
 			return -ENOMEM;
 	} else if (kind < FC_K_EVENT) {
 		fc_vput(&fc->s[FC_S_DELTA], (uint64_t)arr << 27 | hdr >> 5);
@@ -236,7 +219,7 @@ static int walk_entry(struct frame_columns *fc, const uint8_t *frame, size_t pos
 		fc->ents.len += sizeof(*en);
 	}
 	fc->stats.entries++;
-	return (int)total;
+	return 0;
 }
 
 /* Undo the streams to the given lengths (a page that turned out not to walk). */
@@ -250,17 +233,44 @@ static void truncate_streams(struct frame_columns *fc, const size_t *lens, const
 		fc->types[i].ev.len = evlens[i];
 }
 
-/* One whole page of plen bytes at frame + pos, commit word cw. Returns 0 or -ENOMEM. */
-static int encode_page(struct frame_columns *fc, const uint8_t *frame, size_t pos, size_t plen,
-		       uint64_t cw, uint64_t *prev_ts)
+/*
+ * Walk the page w (at frame + pos) into the streams. Returns the offset in
+ * its data where its tail starts (an end-of-page padding, or the commit
+ * length), with *ret_entries; -EBADMSG if the walker rejects the page (the
+ * streams then hold part of it); -ENOMEM.
+ */
+static ssize_t walk_page(struct frame_columns *fc, struct page_walk *w, const uint8_t *frame,
+			 size_t pos, uint64_t *ret_entries)
 {
-	size_t hdr = 8 + fc->long_size, commit = (size_t)(cw & FC_COMMIT_MASK), off = 0;
+	struct page_entry e;
+	uint64_t entries = 0;
+	int n;
+
+	while ((n = page_walk_next(w, &e)) > 0) {
+		if (e.kind == PAGE_ENTRY_PADDING && e.delta == 0)
+			break;	/* the rest of the data is the page's tail */
+		n = put_entry(fc, frame, pos + w->header_size, &e);
+		if (n < 0)
+			return n;
+		entries++;
+	}
+	if (n < 0)
+		return n;
+	*ret_entries = entries;
+	return (ssize_t)(n > 0 ? e.offset : w->commit);
+}
+
+/* One whole page w (at frame + pos). Returns 0 or -ENOMEM. */
+static int encode_page(struct frame_columns *fc, struct page_walk *w, const uint8_t *frame,
+		       size_t pos, uint64_t *prev_ts)
+{
+	size_t hdr = w->header_size, commit = w->commit, plen = w->stored_len;
 	size_t lens[FC_S_FIXED + 2], evlens[FRAME_COLUMNS_MAX_TYPES];
 	struct buf *pg = &fc->s[FC_S_PAGE];
-	uint64_t ts = fc_get(frame + pos, 8), entries = 0, saved_entries = fc->stats.entries;
-	uint64_t saved_raw = fc->stats.raw_entries;
+	uint64_t cw = w->commit_word, ts = fc_get(frame + pos, 8), entries = 0;
+	uint64_t saved_entries = fc->stats.entries, saved_raw = fc->stats.raw_entries;
 	unsigned int saved_types = fc->nr_types;
-	int n;
+	ssize_t off;
 
 	for (size_t i = 0; i < FC_S_FIXED; i++)
 		lens[i] = fc->s[i].len;
@@ -268,15 +278,12 @@ static int encode_page(struct frame_columns *fc, const uint8_t *frame, size_t po
 	lens[FC_S_FIXED + 1] = fc->ents.len;
 	for (size_t i = 0; i < fc->nr_types; i++)
 		evlens[i] = fc->types[i].ev.len;
-	while ((n = walk_entry(fc, frame, pos + hdr + off, commit - off)) > 0) {
-		off += (size_t)n;
-		entries++;
-	}
-	if (n == -ENOMEM)
-		return n;
+	off = walk_page(fc, w, frame, pos, &entries);
+	if (off == -ENOMEM)
+		return -ENOMEM;
 	if (fc_room(pg, 60) < 0)
 		return -ENOMEM;
-	if (n < 0) {
+	if (off < 0) {
 		/* damaged: store the page as it is */
 		truncate_streams(fc, lens, evlens);
 		for (size_t i = saved_types; i < fc->nr_types; i++)
@@ -297,31 +304,32 @@ static int encode_page(struct frame_columns *fc, const uint8_t *frame, size_t po
 	if (cw & FC_MISSED_STORED)
 		fc_vput(pg, fc_get(frame + pos + hdr + commit, fc->long_size));
 	fc_vput(pg, entries);
-	fc_vput(pg, commit - off);
-	return buf_append(&fc->s[FC_S_RAW], frame + pos + hdr + off, commit - off);
+	fc_vput(pg, commit - (size_t)off);
+	return buf_append(&fc->s[FC_S_RAW], frame + pos + hdr + off, commit - (size_t)off);
 }
 
-/* Split the frame into pages and walk them. Returns the length of the frame's tail, or -ENOMEM. */
+/*
+ * Split the frame into pages with the page walker and encode them. A page
+ * whose header does not check out ends the pages: it and what follows are
+ * the frame's tail. Returns the length of the tail, or -ENOMEM.
+ */
 static ssize_t walk_frame(struct frame_columns *fc, const uint8_t *frame, size_t len,
 			  uint64_t *ret_pages)
 {
-	size_t pos = 0, hdr = 8 + fc->long_size;
+	const struct page_format f = { .long_size = fc->long_size };
 	uint64_t prev_ts = 0, pages = 0;
+	size_t pos = 0;
 	int r;
 
-	while (len - pos >= hdr) {
-		uint64_t cw = fc_get(frame + pos + 8, fc->long_size);
-		size_t plen = hdr + (size_t)(cw & FC_COMMIT_MASK);
+	while (pos < len) {
+		struct page_walk w;
 
-		if (cw & FC_MISSED_STORED)
-			plen += fc->long_size;
-		/* bits 20-29 are never set in a page we can read (segment_page_len()) */
-		if ((cw >> FC_FLAGS_SHIFT) & 0x3ff || plen > len - pos)
+		if (page_walk_init(&w, &f, frame + pos, len - pos) < 0)
 			break;
-		r = encode_page(fc, frame, pos, plen, cw, &prev_ts);
+		r = encode_page(fc, &w, frame, pos, &prev_ts);
 		if (r < 0)
 			return r;
-		pos += plen;
+		pos += w.stored_len;
 		pages++;
 	}
 	fc->stats.tail_bytes = len - pos;

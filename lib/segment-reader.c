@@ -2,12 +2,16 @@
 /*
  * Reading a segment (segment.h) record by record, checking everything:
  * the prologue, each record header and payload CRC, the sequence numbers,
- * the zstd frames, and the footer and INDEX of a finished segment. A
- * reader never hands out damaged data: it stops at the first record that
- * does not check out and says where; everything before it is intact.
+ * the zstd frames, the column-encoded frames (decoded here, so that every
+ * reader sees the pages bit for bit as the kernel wrote them), and the
+ * footer and INDEX of a finished segment. A reader never hands out damaged
+ * data: it stops at the first record that does not check out and says
+ * where; everything before it is intact. It also reads single records at an
+ * offset, and the seek table, for readers that want only some frames.
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -16,6 +20,7 @@
 
 #include "buf.h"
 #include "crc32c.h"
+#include "frame-columns.h"
 #include "segment-internal.h"
 #include "util.h"
 
@@ -36,6 +41,15 @@ struct segment_reader {
 	ZSTD_DCtx *dctx;
 	struct buf stored;
 	struct buf raw;
+	uint32_t version;
+	bool skip_pages;
+	uint64_t pages_read;
+	struct frame_columns *fc;
+	unsigned int fc_long_size;
+	struct buf cols;	/* decoded column frame */
+	struct segment_seek *scan;	/* seek table built by a scan, when the INDEX has none */
+	size_t nr_scan;
+	bool scanned;
 };
 
 struct segment_reader *segment_reader_free(struct segment_reader *r)
@@ -44,10 +58,13 @@ struct segment_reader *segment_reader_free(struct segment_reader *r)
 		return NULL;
 	if (r->fd >= 0)
 		(void)close(r->fd);
-	free(r->index.cpus);
+	segment_index_done(&r->index);
 	ZSTD_freeDCtx(r->dctx);
 	buf_done(&r->stored);
 	buf_done(&r->raw);
+	frame_columns_free(r->fc);
+	buf_done(&r->cols);
+	free(r->scan);
 	free(r);
 	return NULL;
 }
@@ -122,7 +139,9 @@ static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
 	if (expect_seq == 0 && h->type != SEGMENT_REC_META)
 		return bad(r, off, "first record has type %u, not META", h->type);
 	/* A flag we do not know could change what the payload means: stop. */
-	if (h->flags & ~SEGMENT_REC_F_COMPRESSED)
+	if (h->flags & ~(SEGMENT_REC_F_COMPRESSED | SEGMENT_REC_F_COLUMNS) ||
+	    ((h->flags & SEGMENT_REC_F_COLUMNS) &&
+	     (r->version < 2 || h->type != SEGMENT_REC_PAGES)))
 		return bad(r, off, "unknown record flags 0x%04x", h->flags);
 	if (h->stored_len > SEGMENT_MAX_STORED)
 		return bad(r, off, "stored length %" PRIu32 " exceeds the limit of %u bytes",
@@ -185,6 +204,36 @@ static int decompress_payload(struct segment_reader *r, uint64_t off, const stru
 }
 
 /*
+ * Decode the column-encoded frame data (len bytes) of the record at off
+ * into the reader's column buffer. Returns 0, -EBADMSG or -ENOMEM.
+ */
+static int decode_columns(struct segment_reader *r, uint64_t off, const uint8_t *data, size_t len)
+{
+	unsigned int long_size = len >= 2 ? data[1] : 0;
+	int k;
+
+	if (long_size != 4 && long_size != 8)
+		return bad(r, off, "column-encoded frame: bad long size %u", long_size);
+	if (r->fc && r->fc_long_size != long_size)
+		r->fc = frame_columns_free(r->fc);
+	if (!r->fc) {
+		r->fc = frame_columns_new(long_size);
+		if (!r->fc)
+			return -ENOMEM;
+		r->fc_long_size = long_size;
+	}
+	r->cols.len = 0;
+	k = frame_columns_decode(r->fc, data, len, SEGMENT_MAX_RAW, &r->cols);
+	if (k == -ENOMEM)
+		return k;
+	if (k == -EPROTONOSUPPORT)
+		return bad(r, off, "column-encoded frame of an unknown encoding version %u", data[0]);
+	if (k < 0)
+		return bad(r, off, "column-encoded frame does not decode (%s)", strerror(-k));
+	return 0;
+}
+
+/*
  * Read and check the record at off. expect_seq < 0: do not check the
  * sequence number (the INDEX record reached from the footer). On success
  * *h and the payload (in the reader's buffers) are filled in. Returns 0,
@@ -194,6 +243,7 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 		       struct rec_hdr *h, const uint8_t **ret_data)
 {
 	uint64_t avail = off < r->size ? r->size - off : 0;
+	const uint8_t *data;
 	uint8_t *payload;
 	ssize_t n;
 	int k;
@@ -209,6 +259,10 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 	    off + SEGMENT_REC_HDR_SIZE + h->stored_len > r->index_off)
 		return bad(r, off, "record overlaps the INDEX record at offset %" PRIu64,
 			   r->index_off);
+	if (r->skip_pages && h->type == SEGMENT_REC_PAGES && expect_seq >= 0) {
+		*ret_data = NULL;
+		return 0;
+	}
 
 	r->stored.len = 0;
 	k = buf_reserve(&r->stored, (size_t)h->stored_len + 1);
@@ -224,14 +278,23 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 			   h->stored_len);
 	if (crc32c(0, payload, h->stored_len) != h->payload_crc)
 		return bad(r, off, "record payload CRC mismatch");
-	if (!(h->flags & SEGMENT_REC_F_COMPRESSED)) {
-		*ret_data = payload;
-		return 0;
+	data = payload;
+	if (h->flags & SEGMENT_REC_F_COMPRESSED) {
+		k = decompress_payload(r, off, h, payload);
+		if (k < 0)
+			return k;
+		data = r->raw.data;
 	}
-	k = decompress_payload(r, off, h, payload);
-	if (k < 0)
-		return k;
-	*ret_data = r->raw.data;
+	if (h->type == SEGMENT_REC_PAGES)
+		r->pages_read++;
+	if (h->flags & SEGMENT_REC_F_COLUMNS) {
+		k = decode_columns(r, off, data, h->raw_len);
+		if (k < 0)
+			return k;
+		data = r->cols.data;
+		h->raw_len = (uint32_t)r->cols.len;
+	}
+	*ret_data = data;
 	return 0;
 }
 
@@ -340,7 +403,8 @@ int segment_reader_open(const char *path, struct segment_reader **ret)
 	if ((size_t)n < sizeof(p) || memcmp(p, SEGMENT_MAGIC, 8) != 0 ||
 	    get_le32(p + 12) != crc32c(0, p, 12))
 		return -EBADMSG;
-	if (get_le32(p + 8) != SEGMENT_VERSION)
+	r->version = get_le32(p + 8);
+	if (r->version < SEGMENT_VERSION_MIN || r->version > SEGMENT_VERSION)
 		return -EPROTONOSUPPORT;
 	r->off = r->good = SEGMENT_PROLOGUE_SIZE;
 
@@ -433,4 +497,101 @@ const struct segment_index *segment_reader_index(const struct segment_reader *r)
 uint64_t segment_reader_file_size(const struct segment_reader *r)
 {
 	return r->size;
+}
+
+void segment_reader_skip_pages(struct segment_reader *r, bool skip)
+{
+	r->skip_pages = skip;
+}
+
+int segment_reader_read_at(struct segment_reader *r, uint64_t offset, struct segment_record *rec)
+{
+	const uint8_t *data;
+	struct rec_hdr h;
+	int k;
+
+	if (offset < SEGMENT_PROLOGUE_SIZE || offset >= r->size)
+		return bad(r, offset, "no record at offset %" PRIu64, offset);
+	k = read_record(r, offset, -1, &h, &data);
+	if (k < 0)
+		return k;
+	*rec = (struct segment_record){
+		.type = h.type,
+		.flags = h.flags,
+		.cpu = h.cpu,
+		.seq = h.seq,
+		.offset = offset,
+		.stored_len = h.stored_len,
+		.data = data,
+		.len = h.raw_len,
+	};
+	return 0;
+}
+
+/* The seek table of a segment without one in its INDEX: record headers only. */
+static int scan_seek(struct segment_reader *r)
+{
+	uint64_t off = SEGMENT_PROLOGUE_SIZE, err_off = r->err_off;
+	size_t cap = 0;
+	char err[sizeof(r->err)];
+
+	memcpy(err, r->err, sizeof(err));
+	r->scanned = true;
+	for (uint32_t seq = 0; off < r->size; seq++) {
+		struct rec_hdr h;
+		int k;
+
+		k = read_header(r, off, r->size - off, seq, &h);
+		if (k == -EBADMSG || (k == 0 && h.stored_len > r->size - off - SEGMENT_REC_HDR_SIZE))
+			break;	/* the sequential read reports it */
+		if (k < 0)
+			return k;
+		if (h.type == SEGMENT_REC_INDEX)
+			break;
+		if (h.type == SEGMENT_REC_PAGES) {
+			if (r->nr_scan == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct segment_seek *n = realloc(r->scan, ncap * sizeof(*n));
+
+				if (!n)
+					return -ENOMEM;
+				r->scan = n;
+				cap = ncap;
+			}
+			r->scan[r->nr_scan++] = (struct segment_seek){
+				.cpu = h.cpu, .offset = off, .first_ts = 0, .last_ts = UINT64_MAX,
+			};
+		}
+		off += SEGMENT_REC_HDR_SIZE + (uint64_t)h.stored_len;
+	}
+	memcpy(r->err, err, sizeof(err));
+	r->err_off = err_off;
+	return 0;
+}
+
+int segment_reader_seek_table(struct segment_reader *r, const struct segment_seek **ret)
+{
+	int k;
+
+	if (r->complete && (r->index.flags & SEGMENT_INDEX_F_SEEK)) {
+		*ret = r->index.frames;
+		return (int)MIN(r->index.nr_frames, (uint32_t)INT_MAX);
+	}
+	if (!r->scanned) {
+		k = scan_seek(r);
+		if (k < 0)
+			return k;
+	}
+	*ret = r->scan;
+	return (int)MIN(r->nr_scan, (size_t)INT_MAX);
+}
+
+uint64_t segment_reader_pages_read(const struct segment_reader *r)
+{
+	return r->pages_read;
+}
+
+uint32_t segment_reader_version(const struct segment_reader *r)
+{
+	return r->version;
 }

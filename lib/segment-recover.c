@@ -72,7 +72,7 @@ static int scan_part(struct segment_reader *rd, uint64_t *ret_keep_off, uint32_t
 			 * INDEX but keep what it says.
 			 */
 			if (have_own)
-				free(own.cpus);
+				segment_index_done(&own);
 			have_own = segment_index_decode(rec.data, rec.len, &own) >= 0;
 			continue;
 		}
@@ -91,6 +91,7 @@ int segment_recover(const char *part_path, const struct segment_index *idx, cons
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	_cleanup_(segment_writer_freep) struct segment_writer *w = NULL;
 	_cleanup_free_ struct segment_cpu_index *own_cpus = NULL;
+	_cleanup_free_ struct segment_seek *own_frames = NULL;
 	_cleanup_free_ char *dir = NULL, *text = NULL, *reason = NULL;
 	struct segment_index own = { 0 }, out;
 	uint64_t keep_off = SEGMENT_PROLOGUE_SIZE;
@@ -120,6 +121,7 @@ int segment_recover(const char *part_path, const struct segment_index *idx, cons
 
 	k = scan_part(rd, &keep_off, &keep_records, &own, &have_own);
 	own_cpus = have_own ? own.cpus : NULL;
+	own_frames = have_own ? own.frames : NULL;
 	if (k < 0 && k != -EBADMSG)
 		return k;
 	if (k == 0 && segment_reader_complete(rd))

@@ -301,7 +301,7 @@ int segment_writer_append(struct segment_writer *w, enum segment_rec_type type, 
 
 int segment_writer_append_compressed(struct segment_writer *w, enum segment_rec_type type,
 				     uint32_t cpu, const void *stored, size_t stored_len,
-				     size_t raw_len)
+				     size_t raw_len, uint16_t flags)
 {
 	int r;
 
@@ -309,6 +309,8 @@ int segment_writer_append_compressed(struct segment_writer *w, enum segment_rec_
 	if (r < 0)
 		return r;
 	if (!stored || stored_len == 0)
+		return -EINVAL;
+	if (flags & ~SEGMENT_REC_F_COLUMNS || (flags && type != SEGMENT_REC_PAGES))
 		return -EINVAL;
 	if (stored_len > SEGMENT_MAX_STORED || raw_len > SEGMENT_MAX_RAW)
 		return -EFBIG;
@@ -319,7 +321,7 @@ int segment_writer_append_compressed(struct segment_writer *w, enum segment_rec_
 	if (ZSTD_getFrameContentSize(stored, stored_len) != (unsigned long long)raw_len ||
 	    ZSTD_findFrameCompressedSize(stored, stored_len) != stored_len)
 		return -EINVAL;
-	return emit(w, type, cpu, SEGMENT_REC_F_COMPRESSED,
+	return emit(w, type, cpu, SEGMENT_REC_F_COMPRESSED | flags,
 		    &(struct iovec){ .iov_base = (void *)stored, .iov_len = stored_len }, 1,
 		    raw_len, NULL, 0);
 }

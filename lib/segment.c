@@ -13,6 +13,8 @@
 
 #define INDEX_HDR_SIZE 16
 #define INDEX_CPU_SIZE 56
+#define INDEX_SEEK_HDR_SIZE 8
+#define INDEX_SEEK_SIZE 32
 
 static bool has_suffix(const char *s, const char *suffix)
 {
@@ -75,7 +77,13 @@ int segment_index_encode(const struct segment_index *idx, uint8_t **ret, size_t 
 		return -EINVAL;
 	if (idx->nr_cpus > (SEGMENT_MAX_RAW - INDEX_HDR_SIZE) / INDEX_CPU_SIZE)
 		return -EFBIG;
+	if (idx->nr_frames && !idx->frames)
+		return -EINVAL;
+	if (idx->nr_frames > (SEGMENT_MAX_RAW / 2) / INDEX_SEEK_SIZE)
+		return -EFBIG;
 	len = INDEX_HDR_SIZE + (size_t)idx->nr_cpus * INDEX_CPU_SIZE;
+	if (idx->flags & SEGMENT_INDEX_F_SEEK)
+		len += INDEX_SEEK_HDR_SIZE + (size_t)idx->nr_frames * INDEX_SEEK_SIZE;
 	p = malloc(len);
 	if (!p)
 		return -ENOMEM;
@@ -95,32 +103,79 @@ int segment_index_encode(const struct segment_index *idx, uint8_t **ret, size_t 
 		put_le64(q + 40, c->lost_events);
 		put_le64(q + 48, c->bytes);
 	}
+	if (idx->flags & SEGMENT_INDEX_F_SEEK) {
+		put_le32(q, idx->nr_frames);
+		put_le32(q + 4, 0);
+		q += INDEX_SEEK_HDR_SIZE;
+		for (uint32_t i = 0; i < idx->nr_frames; i++, q += INDEX_SEEK_SIZE) {
+			const struct segment_seek *f = &idx->frames[i];
+
+			put_le32(q, f->cpu);
+			put_le32(q + 4, 0);
+			put_le64(q + 8, f->offset);
+			put_le64(q + 16, f->first_ts);
+			put_le64(q + 24, f->last_ts);
+		}
+	}
 	*ret = p;
 	*ret_len = len;
 	return 0;
 }
 
+/* The seek table after the CPU lines (p, len bytes), into *ret. Returns 0, -EBADMSG or -ENOMEM. */
+static int seek_decode(const uint8_t *p, size_t len, struct segment_index *ret)
+{
+	uint32_t m;
+
+	if (len < INDEX_SEEK_HDR_SIZE)
+		return -EBADMSG;
+	m = get_le32(p);
+	if (get_le32(p + 4) != 0 || m > (len - INDEX_SEEK_HDR_SIZE) / INDEX_SEEK_SIZE ||
+	    len != INDEX_SEEK_HDR_SIZE + (size_t)m * INDEX_SEEK_SIZE)
+		return -EBADMSG;
+	if (m) {
+		ret->frames = calloc(m, sizeof(*ret->frames));
+		if (!ret->frames)
+			return -ENOMEM;
+	}
+	p += INDEX_SEEK_HDR_SIZE;
+	for (uint32_t i = 0; i < m; i++, p += INDEX_SEEK_SIZE)
+		ret->frames[i] = (struct segment_seek){
+			.cpu = get_le32(p),
+			.offset = get_le64(p + 8),
+			.first_ts = get_le64(p + 16),
+			.last_ts = get_le64(p + 24),
+		};
+	ret->nr_frames = m;
+	return 0;
+}
+
 int segment_index_decode(const void *buf, size_t len, struct segment_index *ret)
 {
-	struct segment_cpu_index *cpus = NULL;
+	struct segment_index idx = { 0 };
 	const uint8_t *p = buf, *q;
+	size_t cpus_end;
 	uint32_t n;
+	int r;
 
 	if (!buf || len < INDEX_HDR_SIZE)
 		return -EBADMSG;
 	n = get_le32(p);
+	idx.flags = get_le32(p + 4);
 	/* The count is checked against the length before anything is allocated. */
-	if (n > (len - INDEX_HDR_SIZE) / INDEX_CPU_SIZE ||
-	    len != INDEX_HDR_SIZE + (size_t)n * INDEX_CPU_SIZE)
+	if (n > (len - INDEX_HDR_SIZE) / INDEX_CPU_SIZE)
+		return -EBADMSG;
+	cpus_end = INDEX_HDR_SIZE + (size_t)n * INDEX_CPU_SIZE;
+	if (!(idx.flags & SEGMENT_INDEX_F_SEEK) && len != cpus_end)
 		return -EBADMSG;
 	if (n) {
-		cpus = calloc(n, sizeof(*cpus));
-		if (!cpus)
+		idx.cpus = calloc(n, sizeof(*idx.cpus));
+		if (!idx.cpus)
 			return -ENOMEM;
 	}
 	q = p + INDEX_HDR_SIZE;
 	for (uint32_t i = 0; i < n; i++, q += INDEX_CPU_SIZE)
-		cpus[i] = (struct segment_cpu_index){
+		idx.cpus[i] = (struct segment_cpu_index){
 			.cpu = get_le32(q),
 			.pages = get_le64(q + 8),
 			.events = get_le64(q + 16),
@@ -129,14 +184,28 @@ int segment_index_decode(const void *buf, size_t len, struct segment_index *ret)
 			.lost_events = get_le64(q + 40),
 			.bytes = get_le64(q + 48),
 		};
-	*ret = (struct segment_index){
-		.flags = get_le32(p + 4),
-		.unresolved = get_le64(p + 8),
-		.nr_cpus = n,
-		.cpus = cpus,
-	};
+	if (idx.flags & SEGMENT_INDEX_F_SEEK) {
+		r = seek_decode(q, len - cpus_end, &idx);
+		if (r < 0) {
+			segment_index_done(&idx);
+			return r;
+		}
+	}
+	idx.unresolved = get_le64(p + 8);
+	idx.nr_cpus = n;
+	*ret = idx;
 	return 0;
 }
+
+void segment_index_done(struct segment_index *idx)
+{
+	free(idx->cpus);
+	free(idx->frames);
+	idx->cpus = NULL;
+	idx->frames = NULL;
+	idx->nr_cpus = idx->nr_frames = 0;
+}
+
 /* ---- names ---- */
 
 bool segment_name_is_finished(const char *name)

@@ -17,7 +17,8 @@
 
 #define SEGMENT_MAGIC "SMAPSEG"		/* 8 bytes with the NUL */
 #define SEGMENT_END_MAGIC "SMAPEND"	/* 8 bytes with the NUL */
-#define SEGMENT_VERSION 1
+#define SEGMENT_VERSION 2
+#define SEGMENT_VERSION_MIN 1	/* oldest version readers accept */
 #define SEGMENT_REC_MAGIC 0x43524D53u	/* "SMRC" */
 #define SEGMENT_PROLOGUE_SIZE 16
 #define SEGMENT_REC_HDR_SIZE 32
@@ -41,6 +42,7 @@ enum segment_rec_type {
 };
 
 #define SEGMENT_REC_F_COMPRESSED 0x1
+#define SEGMENT_REC_F_COLUMNS 0x2	/* PAGES, version 2: column-encoded frame (frame-columns.h) */
 
 /* STACKS entry flags */
 #define SEGMENT_STACK_F_ABSENT 0x1
@@ -58,6 +60,7 @@ enum segment_gen_kind {
 /* INDEX flags */
 #define SEGMENT_INDEX_F_TRUNCATED 0x1
 #define SEGMENT_INDEX_F_FINAL 0x2
+#define SEGMENT_INDEX_F_SEEK 0x4	/* a seek table follows the CPU lines */
 
 /* One CPU's line in the index (host byte order in memory, LE on disk). */
 struct segment_cpu_index {
@@ -70,11 +73,21 @@ struct segment_cpu_index {
 	uint64_t bytes;
 };
 
+/* One PAGES record in the seek table (host byte order in memory, LE on disk). */
+struct segment_seek {
+	uint32_t cpu;
+	uint64_t offset;	/* of the record header */
+	uint64_t first_ts;	/* 0: no event, or unknown (then last_ts is UINT64_MAX) */
+	uint64_t last_ts;
+};
+
 struct segment_index {
 	uint32_t flags;
 	uint64_t unresolved;
 	uint32_t nr_cpus;
 	struct segment_cpu_index *cpus;	/* nr_cpus entries, owned by whoever filled it */
+	uint32_t nr_frames;		/* seek table (flag SEEK), in file order */
+	struct segment_seek *frames;	/* owned like cpus */
 };
 
 /* GENERATION payload, decoded. */
@@ -125,11 +138,13 @@ int segment_writer_append(struct segment_writer *w, enum segment_rec_type type, 
  * compress outside the archive lock; stored is written from the caller's
  * buffer (borrowed), without a copy. The frame must record its content size
  * (ZSTD_compress2/ZSTD_compressCCtx do) equal to raw_len and be exactly
- * stored_len bytes long, else -EINVAL. Returns 0 or -errno.
+ * stored_len bytes long, else -EINVAL. flags: 0, or SEGMENT_REC_F_COLUMNS
+ * for a PAGES record whose raw payload is a column-encoded frame (COMPRESSED
+ * is implied). Returns 0 or -errno.
  */
 int segment_writer_append_compressed(struct segment_writer *w, enum segment_rec_type type,
 				     uint32_t cpu, const void *stored, size_t stored_len,
-				     size_t raw_len);
+				     size_t raw_len, uint16_t flags);
 
 /* Convenience: a FILE record (name NUL content), compressed at level. */
 int segment_writer_append_file(struct segment_writer *w, const char *name, const void *data,
@@ -215,12 +230,49 @@ const struct segment_index *segment_reader_index(const struct segment_reader *r)
 /* File size in bytes. */
 uint64_t segment_reader_file_size(const struct segment_reader *r);
 
+/*
+ * With skip = true, segment_reader_next() hands out PAGES records without
+ * reading their payload (rec->data NULL, rec->len the raw length, header
+ * checked only): what a reader of the tables (formats, stacks, index) needs,
+ * without reading or decompressing pages. Their payloads are read later
+ * with segment_reader_read_at().
+ */
+void segment_reader_skip_pages(struct segment_reader *r, bool skip);
+
+/*
+ * Read and check the record at offset (a record header, as a seek table or
+ * segment_reader_next() gave it) into *rec, as segment_reader_next() would,
+ * without checking its sequence number. Does not move the sequential
+ * position. Returns 0, -EBADMSG (see segment_reader_error()) or -errno.
+ */
+int segment_reader_read_at(struct segment_reader *r, uint64_t offset, struct segment_record *rec);
+
+/*
+ * The seek table: every PAGES record with its CPU, time span and offset, in
+ * file order. From the INDEX of a finished segment when it has one; else by
+ * a scan of the record headers (no payload is read; then first_ts is 0 and
+ * last_ts UINT64_MAX: unknown, and the scan stops at the first bad header).
+ * *ret is borrowed, valid while the reader lives. Returns the number of
+ * entries (>= 0) or -errno.
+ */
+int segment_reader_seek_table(struct segment_reader *r, const struct segment_seek **ret);
+
+/* PAGES payloads this reader decompressed so far (for tests and measurements). */
+uint64_t segment_reader_pages_read(const struct segment_reader *r);
+
+/* Format version from the prologue. */
+uint32_t segment_reader_version(const struct segment_reader *r);
+
 struct segment_reader *segment_reader_free(struct segment_reader *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct segment_reader *, segment_reader_free);
 
-/* Encode/decode an INDEX payload. decode allocates idx->cpus (caller frees). */
+/*
+ * Encode/decode an INDEX payload. decode allocates idx->cpus and idx->frames
+ * (caller frees both, or calls segment_index_done()).
+ */
 int segment_index_encode(const struct segment_index *idx, uint8_t **ret, size_t *ret_len);
 int segment_index_decode(const void *buf, size_t len, struct segment_index *ret);
+void segment_index_done(struct segment_index *idx);
 
 /* ---- recovery ---- */
 

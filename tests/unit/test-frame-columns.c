@@ -196,7 +196,12 @@ static void test_synthetic(void)
 	finish(&p, &frame, 5000000, 0, false);
 	round_trip("page flags and tails", frame.data, frame.len);
 	frame_columns_get_stats(fc, &st);
-	CHECK_MSG(st.pages == 6 && st.verbatim_pages == 0, "%" PRIu64 " %" PRIu64, st.pages, st.verbatim_pages);
+	/*
+	 * The last two pages are not well-formed for the page walker (bytes
+	 * after the end-of-page padding; an entry header cut short): stored
+	 * verbatim, as the decoder would reject them anyway.
+	 */
+	CHECK_MSG(st.pages == 4 && st.verbatim_pages == 2, "%" PRIu64 " %" PRIu64, st.pages, st.verbatim_pages);
 
 	/* an entry running past the commit length: the page is kept as it is */
 	put_event(&p, KMEM_ID, 5, false);
@@ -211,7 +216,7 @@ static void test_synthetic(void)
 	frame.len -= 30;
 	round_trip("damaged pages", frame.data, frame.len);
 	frame_columns_get_stats(fc, &st);
-	CHECK_MSG(st.pages == 6 && st.verbatim_pages == 1 && st.tail_bytes > 0, "%" PRIu64 " %" PRIu64 " %" PRIu64, st.pages, st.verbatim_pages, st.tail_bytes);
+	CHECK_MSG(st.pages == 4 && st.verbatim_pages == 3 && st.tail_bytes > 0, "%" PRIu64 " %" PRIu64 " %" PRIu64, st.pages, st.verbatim_pages, st.tail_bytes);
 
 	round_trip("empty frame", (const uint8_t *)"", 0);
 	for (size_t i = 0; i < sizeof(junk); i++)

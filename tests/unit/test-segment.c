@@ -275,11 +275,11 @@ static void test_round_trip(void)
 	frame = malloc(ZSTD_compressBound(big_len));
 	frame_len = ZSTD_compressCCtx(cctx, frame, ZSTD_compressBound(big_len), big, big_len, 1);
 	CHECK(!ZSTD_isError(frame_len));
-	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len, big_len) == 0);
+	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len, big_len, 0) == 0);
 	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_PAGES, 1, big, big_len, true };
-	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len, big_len - 1) == -EINVAL);
-	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len - 1, big_len) == -EINVAL);
-	CHECK(segment_writer_append_compressed(w, pages, 1, big, 100, 100) == -EINVAL);
+	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len, big_len - 1, 0) == -EINVAL);
+	CHECK(segment_writer_append_compressed(w, pages, 1, frame, frame_len - 1, big_len, 0) == -EINVAL);
+	CHECK(segment_writer_append_compressed(w, pages, 1, big, 100, 100, 0) == -EINVAL);
 	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 0, big, big_len, 1, cctx) == 0);
 	want[nwant++] = (typeof(want[0])){ SEGMENT_REC_PAGES, 0, big, big_len, true };
 	/* FILE records, stored and compressed. */

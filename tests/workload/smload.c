@@ -3,9 +3,10 @@
  * smload: a load generator for tests and benchmarks. Each worker thread
  * ping-pongs a byte over a pipe pair (sched_switch, sched_wakeup) and opens,
  * stats and closes files and sockets (kmem_cache_alloc/kfree with varied
- * stacks). Runs for -t SECONDS or -n ITERATIONS per thread.
+ * stacks). Runs for -t SECONDS or -n ITERATIONS per thread, as fast as it
+ * can or at most -r RATE iterations per second per thread.
  *
- *   smload [-j THREADS] [-t SECONDS] [-n ITERATIONS] [-q]
+ *   smload [-j THREADS] [-t SECONDS] [-n ITERATIONS] [-r RATE] [-q]
  *
  * Prints "smload: N iterations" at the end unless -q.
  */
@@ -22,6 +23,7 @@
 
 static double seconds = 1.0;
 static long iterations;
+static double rate;		/* iterations per second per thread; 0: as fast as possible */
 static atomic_long total;
 static atomic_bool stop;
 
@@ -40,6 +42,7 @@ static void *worker(void *arg)
 {
 	int p1[2], p2[2], fds[4];
 	pthread_t t;
+	struct timespec start;
 	long n = 0;
 	char c = 1;
 
@@ -51,6 +54,7 @@ static void *worker(void *arg)
 	fds[2] = p2[0];
 	fds[3] = p2[1];
 	pthread_create(&t, NULL, pinger, fds);
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (!atomic_load(&stop) && (!iterations || n < iterations)) {
 		struct stat st;
 		int fd, s;
@@ -66,6 +70,19 @@ static void *worker(void *arg)
 		if (s >= 0)
 			close(s);
 		n++;
+		if (rate > 0 && n % 16 == 0) {
+			/* paced: sleep until iteration n is due */
+			double due = (double)n / rate;
+			struct timespec ts = start;
+
+			ts.tv_sec += (time_t)due;
+			ts.tv_nsec += (long)((due - (double)(time_t)due) * 1e9);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		}
 	}
 	close(p1[1]);
 	pthread_join(t, NULL);
@@ -82,7 +99,7 @@ int main(int argc, char **argv)
 	bool quiet = false;
 	pthread_t *tids;
 
-	while ((opt = getopt(argc, argv, "j:t:n:q")) != -1) {
+	while ((opt = getopt(argc, argv, "j:t:n:r:q")) != -1) {
 		switch (opt) {
 		case 'j':
 			threads = atoi(optarg);
@@ -93,11 +110,14 @@ int main(int argc, char **argv)
 		case 'n':
 			iterations = atol(optarg);
 			break;
+		case 'r':
+			rate = atof(optarg);
+			break;
 		case 'q':
 			quiet = true;
 			break;
 		default:
-			fprintf(stderr, "usage: smload [-j THREADS] [-t SECONDS] [-n ITERATIONS] [-q]\n");
+			fprintf(stderr, "usage: smload [-j THREADS] [-t SECONDS] [-n ITERATIONS] [-r RATE] [-q]\n");
 			return 2;
 		}
 	}
