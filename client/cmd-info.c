@@ -32,10 +32,17 @@ static void print_text(FILE *f, const char *s, size_t len, const char *indent)
 	}
 }
 
-/* A timestamp as trace-cmd prints it: seconds.microseconds. */
-static const char *fmt_ts(char buf[32], uint64_t ts)
+/*
+ * A timestamp as trace-cmd prints it: seconds.microseconds, or the raw
+ * count of a counter clock (cmd_clock_is_counter()).
+ */
+static const char *fmt_ts(char buf[32], uint64_t ts, bool counter)
 {
-	(void)snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, ts / 1000000000, ts % 1000000000 / 1000);
+	if (counter)
+		(void)snprintf(buf, 32, "%" PRIu64, ts);
+	else
+		(void)snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, ts / 1000000000,
+			       ts % 1000000000 / 1000);
 	return buf;
 }
 
@@ -345,6 +352,7 @@ static const char *const meta_shown[][2] = {
 /* The per-CPU table (t: the totals) and the notes. */
 static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
 {
+	bool counter = cmd_clock_is_counter(meta_get(in, "clock"));
 	char a[32], b[32];
 
 	printf("\n%5s %9s %11s %18s %18s %8s %13s %13s %6s\n", "CPU", "PAGES", "EVENTS", "FIRST",
@@ -363,8 +371,8 @@ static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
 			snprintf(cpu, sizeof(cpu), "%" PRIu32, c->cpu);
 		printf("%5s %9" PRIu64 " %11" PRIu64 " %18s %18s %7" PRIu64 "%s %13" PRIu64
 		       " %13" PRIu64, cpu, c->pages, c->events,
-		       c->events ? fmt_ts(a, c->first_ts) : "-",
-		       c->events ? fmt_ts(b, c->last_ts) : "-", c->lost, c->lost_unknown ? "+" : " ",
+		       c->events ? fmt_ts(a, c->first_ts, counter) : "-",
+		       c->events ? fmt_ts(b, c->last_ts, counter) : "-", c->lost, c->lost_unknown ? "+" : " ",
 		       c->raw_bytes, c->stored_bytes);
 		if (c->stored_bytes)
 			printf(" %6.1f\n", (double)c->raw_bytes / (double)c->stored_bytes);
@@ -380,6 +388,7 @@ static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
 
 static void info_print(const struct info *in)
 {
+	bool counter = cmd_clock_is_counter(meta_get(in, "clock"));
 	const struct segment_index *idx = segment_reader_index(in->r);
 	const char *opened = meta_get(in, "opened_usec");
 	struct cpu_stat t;
@@ -420,8 +429,10 @@ static void info_print(const struct info *in)
 			printf("opened:       %s\n", buf);
 	}
 	if (t.events)
-		printf("time span:    %s .. %s (%s s)\n", fmt_ts(a, t.first_ts), fmt_ts(b, t.last_ts),
-		       fmt_ts((char[32]){ 0 }, t.last_ts - t.first_ts));
+		printf("time span:    %s .. %s (%s %s)\n", fmt_ts(a, t.first_ts, counter),
+		       fmt_ts(b, t.last_ts, counter),
+		       fmt_ts((char[32]){ 0 }, t.last_ts - t.first_ts, counter),
+		       counter ? "counts" : "s");
 	else
 		printf("time span:    (no events)\n");
 	printf("events:       %" PRIu64 ", lost %" PRIu64 "%s\n", t.events, t.lost,
@@ -514,7 +525,11 @@ static int info_print_json(const struct info *in)
 	json_object_close(&w);
 	json_add_string(&w, "cpu_source", in->scan ? "pages" : "index");
 	json_cpu_stat(&w, &t);
-	json_add_uint(&w, "duration_ns", t.events ? t.last_ts - t.first_ts : 0);
+	if (cmd_clock_is_counter(meta_get(in, "clock"))) {
+		json_add_null(&w, "duration_ns");
+		json_add_uint(&w, "duration_counts", t.events ? t.last_ts - t.first_ts : 0);
+	} else
+		json_add_uint(&w, "duration_ns", t.events ? t.last_ts - t.first_ts : 0);
 	json_add_uint(&w, "events", t.events);
 	json_add_uint(&w, "lost_events", t.lost);
 	json_add_uint(&w, "lost_unknown_pages", t.lost_unknown);
