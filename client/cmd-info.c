@@ -86,6 +86,7 @@ struct info {
 	uint64_t rec_unknown;
 	uint64_t stack_entries;
 	uint64_t bad_stacks;
+	uint64_t bad_index_off;		/* of a malformed INDEX record; 0: none */
 	struct note *notes;
 	size_t n_notes;
 };
@@ -232,6 +233,18 @@ static int info_record(struct info *in, const struct segment_record *rec)
 			pages_setup(in);
 		scan_pages(in, c, rec->data, rec->len);
 		return 0;
+	case SEGMENT_REC_INDEX: {
+		struct segment_index x = {};
+
+		/* CRC-valid yet malformed: the reader only decodes the one the footer names. */
+		k = segment_index_decode(rec->data, rec->len, &x);
+		free(x.cpus);
+		if (k == -EBADMSG && !in->bad_index_off)
+			in->bad_index_off = rec->offset;
+		else if (k < 0 && k != -EBADMSG)
+			return k;
+		return 0;
+	}
 	case SEGMENT_REC_STACKS:
 		k = stacktab_decode(rec->data, rec->len, count_stack, &in->stack_entries);
 		if (k == -EBADMSG)
@@ -310,7 +323,7 @@ static int info_load(struct info *in)
 
 static const char *info_state(const struct info *in)
 {
-	if (in->end < 0)
+	if (in->end < 0 || in->bad_index_off)
 		return "damaged";
 	return segment_reader_complete(in->r) ? "complete" : "unfinished";
 }
@@ -406,6 +419,8 @@ static void info_print(const struct info *in)
 		printf("\ndamage:       offset %" PRIu64 ": %s; the figures below cover the %" PRIu64
 		       " intact records before it", segment_reader_error_offset(in->r),
 		       segment_reader_error(in->r), in->records);
+	if (in->bad_index_off)
+		printf("\ndamage:       offset %" PRIu64 ": malformed INDEX record", in->bad_index_off);
 	printf("\nfile size:    %" PRIu64 " bytes, %" PRIu64 " records\n",
 	       segment_reader_file_size(in->r), in->records);
 	for (size_t i = 0; i < ARRAY_SIZE(meta_shown); i++) {
@@ -539,6 +554,8 @@ static int info_print_json(const struct info *in)
 		json_add_null(&w, "unresolved");
 	json_add_uint(&w, "stack_entries", in->stack_entries);
 	json_add_uint(&w, "malformed_stacks_records", in->bad_stacks);
+	if (in->bad_index_off)
+		json_add_uint(&w, "malformed_index_offset", in->bad_index_off);
 	json_add_uint(&w, "generation_records", in->rec_count[SEGMENT_REC_GENERATION]);
 	json_add_uint(&w, "malformed_pages", in->bad_pages);
 	info_json_counts(&w, in);
@@ -581,7 +598,7 @@ static int info_one(const char *path, bool json)
 			info_print(&in);
 		if (k < 0)
 			ret = 1;
-		if (in.end < 0)
+		if (in.end < 0 || in.bad_index_off)
 			ret = 1;
 	}
 	info_done(&in);

@@ -3,17 +3,22 @@
  * How `stackmapctl report` and `info` print timestamps: a space after the
  * CPU field whatever the width, nanosecond clocks as seconds.microseconds,
  * counter clocks (x86-tsc) as raw counts in report and in info's spans.
- * Segments are written with the library's writer; the stackmapctl built
- * next to the test prints them.
+ * And info on an unfinished segment whose INDEX record is malformed says
+ * damaged and exits 1. Segments are written with the library's writer;
+ * the stackmapctl built next to the test prints them.
  */
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/wait.h>
 
 #include "buf.h"
+#include "crc32c.h"
 #include "helpers.h"
 #include "segment.h"
 #include "util.h"
 
 static char *dir;
+static int run_status;
 
 static const char tick_format[] =
 	"name: tick\nID: 30\nformat:\n"
@@ -52,6 +57,33 @@ static char *make(const char *name, const char *clock, uint64_t ts, uint32_t del
 	return path;
 }
 
+/*
+ * An unfinished segment ending in a CRC-valid INDEX record that does not
+ * decode: path's footer and INDEX (the last record, seq 3) replaced.
+ */
+static void bad_index(const char *path)
+{
+	uint8_t foot[24], h[32 + 3] = { 0 };
+	uint64_t ioff;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+
+	CHECK(size > 24 && pread(fd, foot, sizeof(foot), size - 24) == sizeof(foot));
+	ioff = get_le64(foot);
+	put_le32(h, 0x43524D53u);		/* record magic */
+	h[4] = SEGMENT_REC_INDEX;
+	put_le32(h + 8, SEGMENT_NO_CPU);
+	put_le32(h + 12, 3);
+	put_le32(h + 16, 3);
+	put_le32(h + 20, 3);			/* seq */
+	memcpy(h + 32, "bad", 3);
+	put_le32(h + 24, crc32c(0, h + 32, 3));
+	put_le32(h + 28, crc32c(0, h, 28));
+	CHECK(ftruncate(fd, (off_t)ioff) == 0);
+	CHECK(pwrite(fd, h, sizeof(h), (off_t)ioff) == sizeof(h));
+	close(fd);
+}
+
 /* The output of `stackmapctl ARGS`. */
 static char *run(const char *args)
 {
@@ -67,7 +99,7 @@ static char *run(const char *args)
 		return strdup("");
 	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
 		CHECK(buf_append(&out, chunk, n) == 0);
-	(void)pclose(p);
+	run_status = pclose(p);
 	CHECK(buf_append(&out, "", 1) == 0);
 	return (char *)out.data;
 }
@@ -100,6 +132,16 @@ int main(void)
 	expect(b, "[001] 102865877.788123: tick:");
 	expect(c, "time span:    102865877788 .. 102865878788 (1000 counts)");
 	expect(d, "time span:    102865877.788123 .. 102865877.789123 (0.001000 s)");
+
+	/* An unfinished segment with a malformed INDEX: damaged, exit status 1. */
+	free(c);
+	c = NULL;
+	bad_index(tsc);
+	CHECK(strprintf(&c, "info %s", tsc) == 0);
+	expect(c, "malformed INDEX record");
+	CHECK_MSG(WIFEXITED(run_status) && WEXITSTATUS(run_status) == 1, "info exit status %d",
+		  run_status);
+	expect(c, "state:        damaged");
 
 	test_rmtree(dir);
 	free(dir);
