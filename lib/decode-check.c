@@ -142,8 +142,9 @@ static bool check_field_line(const struct line *l, uint64_t max_end, uint64_t *r
 }
 
 /*
- * The arguments of a print fmt: no division or remainder by anything but
- * a non-zero constant (libtraceevent evaluates them on record values).
+ * A print fmt: its strings terminated, and no division or remainder by
+ * anything but a non-zero constant (libtraceevent evaluates them on
+ * record values).
  */
 static bool check_print_args(const char *p, const char *end)
 {
@@ -167,6 +168,9 @@ static bool check_print_args(const char *p, const char *end)
 
 			while (q < end && (*q == ' ' || *q == '(' || *q == ')'))
 				q++;
+			/* sizeof(type) is a constant, and not 0 */
+			if ((size_t)(end - q) > 7 && memcmp(q, "sizeof(", 7) == 0)
+				continue;
 			if (q >= end || *q < '0' || *q > '9')
 				return false;
 			errno = 0;
@@ -224,9 +228,11 @@ int decode_check_format(const char *text, size_t len, const char **ret_why)
 				common_end = MAX(common_end, fend);
 			}
 		} else if (format && line_starts(&l, "print fmt: \"")) {
+			/* Its string may hold newlines: the rest of the text is the print fmt. */
 			const char *q = l.p + strlen("print fmt: ");
 
-			if (!check_print_args(q, l.end))
+			pos = end;
+			if (!check_print_args(q, end))
 				return (*ret_why = "print fmt has an unterminated string or divides by a "
 						   "field"), -EBADMSG;
 			print = true;

@@ -64,7 +64,21 @@ static void test_format_checks(void)
 	};
 	const char *why;
 
-	CHECK(decode_check_format(tick_format, strlen(tick_format), &why) == 0);
+	/* As tracefs has them: a newline inside the string, a division by sizeof() */
+	static const char *const good[] = {
+		tick_format,
+		"name: t\nID: 31\nformat:\n" COMMON_FIELDS
+		"\tfield:__data_loc u64[] a;\toffset:8;\tsize:4;\tsigned:0;\n\n"
+		"print fmt: \"a=%s\n\", __print_array(__get_dynamic_array(a), "
+		"__get_dynamic_array_len(a) / sizeof(u64), sizeof(u64))\n",
+		"name: t\nID: 32\nformat:\n" COMMON_FIELDS
+		"\tfield:int n[2];\toffset:8;\tsize:8;\tsigned:1;\n\n"
+		"print fmt: \"n=%d\nmore\", REC->n[0] / 4\n",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++)
+		CHECK_MSG(decode_check_format(good[i], strlen(good[i]), &why) == 0,
+			  "good format %zu rejected: %s", i, why);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		int r = decode_check_format(bad[i], strlen(bad[i]), &why);
 
