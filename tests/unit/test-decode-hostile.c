@@ -11,6 +11,8 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <event-parse.h>
+
 #include "buf.h"
 #include "crc32c.h"
 #include "decode-internal.h"
@@ -199,6 +201,45 @@ static void test_second_meta(void)
 	CHECK(strstr(segment_reader_error(r), "second META"));
 }
 
+/*
+ * An address the segment's kallsyms subset cannot place prints as an
+ * address, through the decoder and through libtraceevent alike.
+ */
+static void test_symbol_gap(void)
+{
+	static const char subset[] =
+		"ffffffff81000110 T schedule\n"
+		"ffffffff810001d0 ? .end\n"
+		"ffffffff81200000 T __x64_sys_timer_gettime\n"
+		"ffffffff81200100 ? .end\n";
+	_cleanup_free_ char *path = NULL, *msg = NULL;
+	struct decoder_segment *s = NULL;
+	struct segment_writer *w;
+	char text[128];
+	const char *f;
+
+	w = seg_open("00000005-syms", true);
+	CHECK(segment_writer_append_file(w, "kallsyms", subset, strlen(subset), 1) == 0);
+	path = seg_finish(w);
+	CHECK(decoder_segment_load(path, &s, &msg) == 0);
+	if (!s)
+		return;
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81000120ULL, true, text, sizeof(text)) > 0 &&
+	      streq(text, "schedule+0x10/0xc0"));
+	/* tracing_mark_write, say: not in the subset, above __x64_sys_timer_gettime's end */
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81200180ULL, true, text, sizeof(text)) > 0 &&
+	      streq(text, "0xffffffff81200180"));
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81200180ULL, false, text, sizeof(text)) > 0 &&
+	      streq(text, "0xffffffff81200180"));
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81100000ULL, false, text, sizeof(text)) > 0 &&
+	      streq(text, "0xffffffff81100000"));
+	f = tep_find_function(decoder_segment_tep(s), 0xffffffff81200180ULL);
+	CHECK_MSG(!f, "libtraceevent places it in %s", f);
+	f = tep_find_function(decoder_segment_tep(s), 0xffffffff81200010ULL);
+	CHECK(f && streq(f, "__x64_sys_timer_gettime"));
+	decoder_segment_free(s);
+}
+
 /* Decode path in a child; its peak RSS in MiB (-1 if the child failed). */
 static long child_peak_mib(const char *path)
 {
@@ -307,6 +348,7 @@ int main(void)
 	test_format_checks();
 	test_short_event();
 	test_second_meta();
+	test_symbol_gap();
 	test_stack_bomb();
 	test_zstd_bomb();
 
