@@ -60,6 +60,48 @@ static bool text_ok(const char *p, size_t len)
 	return true;
 }
 
+/* A field's name in the format text. */
+struct name {
+	const char *p;
+	size_t len;
+};
+
+static bool is_ident(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
+/* Whether each REC->NAME in [p, end) outside strings names one of the n fields. */
+static bool check_field_refs(const char *p, const char *end, const struct name *names, size_t n)
+{
+	bool quoted = false;
+
+	for (; p < end; p++) {
+		const char *b;
+		size_t i;
+
+		if (*p == '\\' && quoted) {
+			p++;
+			continue;
+		}
+		if (*p == '"')
+			quoted = !quoted;
+		if (quoted || (size_t)(end - p) < 5 || memcmp(p, "REC->", 5) != 0)
+			continue;
+		b = p += 5;
+		while (p < end && is_ident(*p))
+			p++;
+		for (i = 0; i < n; i++)
+			if (names[i].len == (size_t)(p - b) && memcmp(names[i].p, b, names[i].len) == 0)
+				break;
+		if (i == n)
+			return false;
+		p--;
+	}
+	return true;
+}
+
 /* A decimal number of at most 9 digits at *p, followed by ';'. */
 static bool parse_num(const char **p, const char *end, uint64_t *ret)
 {
@@ -96,7 +138,7 @@ static bool parse_key_num(const char **p, const char *end, const char *key, uint
  * and size inside max_end; *ret_end gets offset + size.
  */
 static bool check_field_line(const struct line *l, uint64_t max_end, uint64_t *ret_end,
-			     bool *ret_common)
+			     bool *ret_common, struct name *ret_name)
 {
 	const char *p = l->p, *decl, *semi, *br;
 	uint64_t off, size, sgn, n = 0;
@@ -138,7 +180,16 @@ static bool check_field_line(const struct line *l, uint64_t max_end, uint64_t *r
 	}
 	*ret_end = off + size;
 	*ret_common = memmem(decl, (size_t)(semi - decl), " common_", 8) != NULL;
-	return true;
+	/* The name: the last identifier before the array brackets, if any. */
+	{
+		const char *e = br ? br : semi, *b = e;
+
+		while (b > decl && is_ident(b[-1]))
+			b--;
+		ret_name->p = b;
+		ret_name->len = (size_t)(e - b);
+	}
+	return ret_name->len > 0;
 }
 
 /*
@@ -187,6 +238,7 @@ int decode_check_format(const char *text, size_t len, const char **ret_why)
 	const char *pos = text, *end = text + len;
 	bool name = false, id = false, format = false, print = false, common_seen = false;
 	unsigned int fields = 0, lines = 0;
+	struct name names[DECODE_MAX_FIELDS];
 	struct line l;
 	uint64_t fend, common_end = 0;
 	bool common;
@@ -220,9 +272,9 @@ int decode_check_format(const char *text, size_t len, const char **ret_why)
 			id = true;
 		} else if (id && !format && l.end - l.p == 7 && line_starts(&l, "format:")) {
 			format = true;
-		} else if (format && check_field_line(&l, DECODE_MAX_RECORD, &fend, &common)) {
-			if (++fields > DECODE_MAX_FIELDS)
-				return (*ret_why = "format has too many fields"), -EBADMSG;
+		} else if (format && fields < DECODE_MAX_FIELDS &&
+			   check_field_line(&l, DECODE_MAX_RECORD, &fend, &common, &names[fields])) {
+			fields++;
 			if (common) {
 				common_seen = true;
 				common_end = MAX(common_end, fend);
@@ -235,6 +287,9 @@ int decode_check_format(const char *text, size_t len, const char **ret_why)
 			if (!check_print_args(q, end))
 				return (*ret_why = "print fmt has an unterminated string or divides by a "
 						   "field"), -EBADMSG;
+			/* libtraceevent dereferences the field a REC->NAME finds, found or not. */
+			if (!check_field_refs(q, end, names, fields))
+				return (*ret_why = "print fmt names a field the format lacks"), -EBADMSG;
 			print = true;
 		} else
 			return (*ret_why = "format text has a line of an unknown kind"), -EBADMSG;
@@ -253,6 +308,7 @@ int decode_check_header_page(const char *text, size_t len)
 	unsigned int fields = 0;
 	struct line l;
 	uint64_t fend;
+	struct name name;
 	bool common;
 
 	if (len == 0 || len > DECODE_MAX_FORMAT_LEN || !text_ok(text, len))
@@ -261,7 +317,7 @@ int decode_check_header_page(const char *text, size_t len)
 		if (l.p == l.end)
 			continue;
 		/* "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;" */
-		if (!check_field_line(&l, PAGE_COMMIT_MASK + 1 + 64, &fend, &common) ||
+		if (!check_field_line(&l, PAGE_COMMIT_MASK + 1 + 64, &fend, &common, &name) ||
 		    ++fields > 16)
 			return -EBADMSG;
 	}

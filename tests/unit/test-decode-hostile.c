@@ -50,6 +50,10 @@ static void test_format_checks(void)
 		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
 		"\tfield:int n[3];\toffset:8;\tsize:4;\tsigned:1;\n\n"
 		"print fmt: \"n=%d\", REC->n\n",
+		/* a field the format lacks: libtraceevent dereferences NULL */
+		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
+		"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+		"print fmt: \"n=%d\", REC->m\n",
 		/* no common fields */
 		"name: t\nID: 30\nformat:\n"
 		"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
