@@ -383,13 +383,33 @@ static bool fields_fit(struct tep_handle *tep, struct tep_format_field *f, const
 	return true;
 }
 
-bool decode_event_fits(struct tep_handle *tep, const struct tep_event *event, const void *data,
-		       int size)
+static bool field_fits(const struct tep_format_field *f, int size)
 {
+	return f->offset >= 0 && f->size > 0 &&
+	       (uint64_t)f->offset + (uint64_t)f->size <= (uint64_t)size;
+}
+
+bool decode_record_fits(const struct decoder_segment *s, const void *data, int size)
+{
+	struct tep_record rec = { .data = (void *)data, .size = size };
+	struct tep_event *e;
+	int type;
+
 	if (size < DECODE_COMMON_END)
 		return false;
-	if (!event)
+	type = tep_data_type(s->tep, &rec);
+	/* The stack entries: what the decoder reads of them. */
+	if (type == s->stack_type[DECODED_KERNEL_STACK])
+		/* a kernel_stack record holds as many callers as it has */
+		return !s->caller_field || (s->caller_field->offset >= 0 &&
+					    (uint64_t)s->caller_field->offset <= (uint64_t)size);
+	if (type == s->stack_type[DECODED_STACK_ID])
+		return !s->id_field || field_fits(s->id_field, size);
+	if (type == s->stack_type[DECODED_STACK_REF])
+		return !s->ref_field || field_fits(s->ref_field, size);
+	e = tep_find_event(s->tep, type);
+	if (!e)
 		return true;
-	return fields_fit(tep, event->format.common_fields, data, size) &&
-	       fields_fit(tep, event->format.fields, data, size);
+	return fields_fit(s->tep, e->format.common_fields, data, size) &&
+	       fields_fit(s->tep, e->format.fields, data, size);
 }

@@ -17,7 +17,6 @@
 
 struct ksyms;
 struct segment_reader;
-struct tep_event;
 struct tep_format_field;
 struct tep_handle;
 
@@ -108,11 +107,11 @@ int decode_check_header_page(const char *text, size_t len);
 int decode_check_printk_formats(const char *text, size_t len);
 
 /*
- * Whether a record of size bytes holds the common fields and, for event
- * (NULL: not known), every field of its format, dynamic ones included:
- * only then may libtraceevent print it.
+ * Whether an event record of segment s (size bytes at data) holds the
+ * common fields and every field of its event's format, dynamic ones
+ * included (for the stack entries: the fields the decoder reads): only
+ * then may libtraceevent print it.
  */
-bool decode_event_fits(struct tep_handle *tep, const struct tep_event *event, const void *data,
-		       int size);
+bool decode_record_fits(const struct decoder_segment *s, const void *data, int size);
 
 #endif

@@ -476,47 +476,17 @@ static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_
 	return 0;
 }
 
-/*
- * Whether the event at data (size bytes) may be handed out: its record
- * holds the common fields and every field its format names (the stack
- * entries: the fields the decoder reads); libtraceevent does not check.
- * An event that does not fit is counted and reported, never printed.
- */
+/* An event whose record its format does not fit is counted and reported, never printed. */
 static bool event_fits(struct decoder *d, struct cursor *c, struct decoder_segment *s,
 		       const void *data, int size)
 {
-	struct tep_record rec = { .data = (void *)data, .size = size };
-	const struct tep_format_field *f = NULL;
-	struct tep_event *e;
-	int type;
-	bool ok;
-
-	ok = size >= DECODE_COMMON_END;
-	if (ok) {
-		type = tep_data_type(s->tep, &rec);
-		e = tep_find_event(s->tep, type);
-		if (type == s->stack_type[DECODED_KERNEL_STACK])
-			f = s->caller_field;
-		else if (type == s->stack_type[DECODED_STACK_ID])
-			f = s->id_field;
-		else if (type == s->stack_type[DECODED_STACK_REF])
-			f = s->ref_field;
-		else
-			ok = decode_event_fits(s->tep, e, data, size);
-		/* A kernel_stack record holds as many callers as it has: its first must fit. */
-		if (f && type == s->stack_type[DECODED_KERNEL_STACK])
-			ok = f->offset >= 0 && (uint64_t)f->offset <= (uint64_t)size;
-		else if (f)
-			ok = f->offset >= 0 && f->size > 0 &&
-			     (uint64_t)f->offset + (uint64_t)f->size <= (uint64_t)size;
-	}
-	if (!ok) {
-		d->bad_events++;
-		decoder_segment_add_error(s, "'%s': CPU %u: an event in the record at offset %" PRIu64
-					  " is shorter than its format, skipped", s->path, c->cpu,
-					  c->item->offset);
-	}
-	return ok;
+	if (decode_record_fits(s, data, size))
+		return true;
+	d->bad_events++;
+	decoder_segment_add_error(s, "'%s': CPU %u: an event in the record at offset %" PRIu64
+				  " is shorter than its format, skipped", s->path, c->cpu,
+				  c->item->offset);
+	return false;
 }
 
 /* Find c's next event: afterwards c has a head, or is parked or done. 0 or -ENOMEM. */
