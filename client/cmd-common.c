@@ -62,3 +62,10 @@ const char *cmd_segment_open_error(int r)
 		return "unsupported segment format version";
 	return NULL;
 }
+
+bool cmd_clock_is_counter(const char *clock)
+{
+	return clock && *clock && !streq(clock, "local") && !streq(clock, "global") &&
+	       !streq(clock, "uptime") && !streq(clock, "perf") && !startswith(clock, "mono") &&
+	       !streq(clock, "boot") && !streq(clock, "tai");
+}

@@ -23,4 +23,12 @@ int cmd_segment_args(int argc, char **argv, bool *ret_json, int *ret_first);
 /* What a segment_reader_open() error means for a user, or NULL for a plain -errno. Static. */
 const char *cmd_segment_open_error(int r);
 
+/*
+ * Whether timestamps of the trace clock a segment's META names count
+ * cycles or ticks (x86-tsc, counter, ppc-tb, ...) rather than nanoseconds:
+ * they are then shown as raw counts, never as seconds. A missing clock is
+ * the kernel's default, local (nanoseconds).
+ */
+bool cmd_clock_is_counter(const char *clock);
+
 #endif

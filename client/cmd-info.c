@@ -32,10 +32,17 @@ static void print_text(FILE *f, const char *s, size_t len, const char *indent)
 	}
 }
 
-/* A timestamp as trace-cmd prints it: seconds.microseconds. */
-static const char *fmt_ts(char buf[32], uint64_t ts)
+/*
+ * A timestamp as trace-cmd prints it: seconds.microseconds, or the raw
+ * count of a counter clock (cmd_clock_is_counter()).
+ */
+static const char *fmt_ts(char buf[32], uint64_t ts, bool counter)
 {
-	(void)snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, ts / 1000000000, ts % 1000000000 / 1000);
+	if (counter)
+		(void)snprintf(buf, 32, "%" PRIu64, ts);
+	else
+		(void)snprintf(buf, 32, "%" PRIu64 ".%06" PRIu64, ts / 1000000000,
+			       ts % 1000000000 / 1000);
 	return buf;
 }
 
@@ -79,7 +86,7 @@ struct info {
 	uint64_t rec_unknown;
 	uint64_t stack_entries;
 	uint64_t bad_stacks;
-	bool bad_index;		/* an INDEX record whose payload does not decode */
+	uint64_t bad_index_off;		/* of a malformed INDEX record; 0: none */
 	struct note *notes;
 	size_t n_notes;
 };
@@ -226,6 +233,18 @@ static int info_record(struct info *in, const struct segment_record *rec)
 			pages_setup(in);
 		scan_pages(in, c, rec->data, rec->len);
 		return 0;
+	case SEGMENT_REC_INDEX: {
+		struct segment_index x = {};
+
+		/* CRC-valid yet malformed: the reader only decodes the one the footer names. */
+		k = segment_index_decode(rec->data, rec->len, &x);
+		segment_index_done(&x);
+		if (k == -EBADMSG && !in->bad_index_off)
+			in->bad_index_off = rec->offset;
+		else if (k < 0 && k != -EBADMSG)
+			return k;
+		return 0;
+	}
 	case SEGMENT_REC_STACKS:
 		k = stacktab_decode(rec->data, rec->len, count_stack, &in->stack_entries);
 		if (k == -EBADMSG)
@@ -247,16 +266,6 @@ static int info_record(struct info *in, const struct segment_record *rec)
 		n->text[rec->len] = '\0';
 		n->len = rec->len;
 		in->n_notes++;
-		return 0;
-	}
-	case SEGMENT_REC_INDEX: {
-		struct segment_index x;
-
-		/* a complete segment's INDEX was checked at open; an unfinished one's was not */
-		if (segment_index_decode(rec->data, rec->len, &x) < 0)
-			in->bad_index = true;
-		else
-			free(x.cpus);
 		return 0;
 	}
 	default:
@@ -314,7 +323,7 @@ static int info_load(struct info *in)
 
 static const char *info_state(const struct info *in)
 {
-	if (in->end < 0 || in->bad_index)
+	if (in->end < 0 || in->bad_index_off)
 		return "damaged";
 	return segment_reader_complete(in->r) ? "complete" : "unfinished";
 }
@@ -356,6 +365,7 @@ static const char *const meta_shown[][2] = {
 /* The per-CPU table (t: the totals) and the notes. */
 static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
 {
+	bool counter = cmd_clock_is_counter(meta_get(in, "clock"));
 	char a[32], b[32];
 
 	printf("\n%5s %9s %11s %18s %18s %8s %13s %13s %6s\n", "CPU", "PAGES", "EVENTS", "FIRST",
@@ -374,8 +384,8 @@ static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
 			snprintf(cpu, sizeof(cpu), "%" PRIu32, c->cpu);
 		printf("%5s %9" PRIu64 " %11" PRIu64 " %18s %18s %7" PRIu64 "%s %13" PRIu64
 		       " %13" PRIu64, cpu, c->pages, c->events,
-		       c->events ? fmt_ts(a, c->first_ts) : "-",
-		       c->events ? fmt_ts(b, c->last_ts) : "-", c->lost, c->lost_unknown ? "+" : " ",
+		       c->events ? fmt_ts(a, c->first_ts, counter) : "-",
+		       c->events ? fmt_ts(b, c->last_ts, counter) : "-", c->lost, c->lost_unknown ? "+" : " ",
 		       c->raw_bytes, c->stored_bytes);
 		if (c->stored_bytes)
 			printf(" %6.1f\n", (double)c->raw_bytes / (double)c->stored_bytes);
@@ -391,6 +401,7 @@ static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
 
 static void info_print(const struct info *in)
 {
+	bool counter = cmd_clock_is_counter(meta_get(in, "clock"));
 	const struct segment_index *idx = segment_reader_index(in->r);
 	const char *opened = meta_get(in, "opened_usec");
 	struct cpu_stat t;
@@ -408,8 +419,8 @@ static void info_print(const struct info *in)
 		printf("\ndamage:       offset %" PRIu64 ": %s; the figures below cover the %" PRIu64
 		       " intact records before it", segment_reader_error_offset(in->r),
 		       segment_reader_error(in->r), in->records);
-	else if (in->bad_index)
-		printf("\ndamage:       its INDEX record does not decode");
+	if (in->bad_index_off)
+		printf("\ndamage:       offset %" PRIu64 ": malformed INDEX record", in->bad_index_off);
 	printf("\nfile size:    %" PRIu64 " bytes, %" PRIu64 " records\n",
 	       segment_reader_file_size(in->r), in->records);
 	for (size_t i = 0; i < ARRAY_SIZE(meta_shown); i++) {
@@ -433,8 +444,10 @@ static void info_print(const struct info *in)
 			printf("opened:       %s\n", buf);
 	}
 	if (t.events)
-		printf("time span:    %s .. %s (%s s)\n", fmt_ts(a, t.first_ts), fmt_ts(b, t.last_ts),
-		       fmt_ts((char[32]){ 0 }, t.last_ts - t.first_ts));
+		printf("time span:    %s .. %s (%s %s)\n", fmt_ts(a, t.first_ts, counter),
+		       fmt_ts(b, t.last_ts, counter),
+		       fmt_ts((char[32]){ 0 }, t.last_ts - t.first_ts, counter),
+		       counter ? "counts" : "s");
 	else
 		printf("time span:    (no events)\n");
 	printf("events:       %" PRIu64 ", lost %" PRIu64 "%s\n", t.events, t.lost,
@@ -520,8 +533,9 @@ static int info_print_json(const struct info *in)
 	if (in->end < 0) {
 		json_add_uint(&w, "error_offset", segment_reader_error_offset(in->r));
 		json_add_string(&w, "error", segment_reader_error(in->r));
-	} else if (in->bad_index) {
-		json_add_string(&w, "error", "its INDEX record does not decode");
+	} else if (in->bad_index_off) {
+		json_add_uint(&w, "error_offset", in->bad_index_off);
+		json_add_string(&w, "error", "malformed INDEX record");
 	}
 	json_object_open(&w, "meta");
 	for (size_t i = 0; i < in->meta.n; i++)
@@ -529,7 +543,11 @@ static int info_print_json(const struct info *in)
 	json_object_close(&w);
 	json_add_string(&w, "cpu_source", in->scan ? "pages" : "index");
 	json_cpu_stat(&w, &t);
-	json_add_uint(&w, "duration_ns", t.events ? t.last_ts - t.first_ts : 0);
+	if (cmd_clock_is_counter(meta_get(in, "clock"))) {
+		json_add_null(&w, "duration_ns");
+		json_add_uint(&w, "duration_counts", t.events ? t.last_ts - t.first_ts : 0);
+	} else
+		json_add_uint(&w, "duration_ns", t.events ? t.last_ts - t.first_ts : 0);
 	json_add_uint(&w, "events", t.events);
 	json_add_uint(&w, "lost_events", t.lost);
 	json_add_uint(&w, "lost_unknown_pages", t.lost_unknown);
@@ -539,6 +557,8 @@ static int info_print_json(const struct info *in)
 		json_add_null(&w, "unresolved");
 	json_add_uint(&w, "stack_entries", in->stack_entries);
 	json_add_uint(&w, "malformed_stacks_records", in->bad_stacks);
+	if (in->bad_index_off)
+		json_add_uint(&w, "malformed_index_offset", in->bad_index_off);
 	json_add_uint(&w, "generation_records", in->rec_count[SEGMENT_REC_GENERATION]);
 	json_add_uint(&w, "malformed_pages", in->bad_pages);
 	info_json_counts(&w, in);
@@ -581,7 +601,7 @@ static int info_one(const char *path, bool json)
 			info_print(&in);
 		if (k < 0)
 			ret = 1;
-		if (in.end < 0 || in.bad_index)
+		if (in.end < 0 || in.bad_index_off)
 			ret = 1;
 	}
 	info_done(&in);

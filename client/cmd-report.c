@@ -12,17 +12,16 @@
 
 #include <event-parse.h>
 
+#include "cmd-common.h"
 #include "commands.h"
 #include "decode.h"
 #include "log.h"
 #include "util.h"
 
-/* Timestamps of these trace clocks are nanoseconds; trace-cmd prints them as s.us. */
+/* Nanosecond clocks print as s.us, like trace-cmd; counter clocks as raw counts. */
 static bool clock_in_ns(const char *clock)
 {
-	return !clock || !*clock || streq(clock, "local") || streq(clock, "global") ||
-	       streq(clock, "uptime") || streq(clock, "perf") || startswith(clock, "mono") ||
-	       streq(clock, "boot");
+	return !cmd_clock_is_counter(clock);
 }
 
 /* Log a decoder problem; 1 if decoding may go on, -1 if it must stop. */
@@ -123,7 +122,7 @@ static void print_unknown(struct trace_seq *s, const struct decoded_event *ev, b
 		trace_seq_printf(s, " %5" PRIu64 ".%06" PRIu64 ":", ev->ts / 1000000000,
 				 ev->ts % 1000000000 / 1000);
 	else
-		trace_seq_printf(s, "%12" PRIu64 ":", ev->ts);
+		trace_seq_printf(s, " %11" PRIu64 ":", ev->ts);
 	trace_seq_printf(s, " [UNKNOWN EVENT TYPE %d]", tep_data_type(ev->tep, ev->record));
 }
 
@@ -201,7 +200,8 @@ static void print_known(struct trace_seq *s, const struct decoded_event *ev, boo
 	if (ns)
 		tep_print_event(ev->tep, s, ev->record, " %6.1000d:", TEP_PRINT_TIME);
 	else
-		tep_print_event(ev->tep, s, ev->record, "%12d:", TEP_PRINT_TIME);
+		/* libtraceevent would scale it as nanoseconds: a counter prints as it is. */
+		trace_seq_printf(s, " %11" PRIu64 ":", ev->ts);
 	trace_seq_printf(s, " %s: ", name);
 	len = strlen(name);
 	if (len < 20)

@@ -18,8 +18,24 @@
 struct ksyms;
 struct segment_reader;
 struct tep_format_field;
+struct tep_handle;
 
 #define DECODE_MAX_ERRORS 16
+
+/*
+ * Reader limits (doc/segment-format.md, "Reader limits"): whatever a
+ * segment claims, a reader holds no more than this.
+ */
+#define DECODE_MAX_CPUS 4096			/* CPUs with data in one segment */
+#define DECODE_MAX_RECORD_RAW ((size_t)20 << 20)	/* a record's payload */
+#define DECODE_MAX_HELD ((size_t)96 << 20)	/* payloads and pages held by all CPUs */
+#define DECODE_MAX_FORMAT_LEN ((size_t)64 << 10)
+#define DECODE_MAX_FORMAT_LINES 1024
+#define DECODE_MAX_FIELDS 256
+#define DECODE_MAX_RECORD 65535			/* field offset + size in an event record */
+#define DECODE_COMMON_END 8			/* the common fields end here in every kernel */
+#define DECODE_MAX_PRINTK_LEN ((size_t)16 << 20)
+#define DECODE_MAX_PRINTK_LINES 200000
 
 /* One item of a CPU's stream in a segment: a PAGES payload, or a strict boundary. */
 struct item {
@@ -91,5 +107,24 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 
 /* PAGES records the segment's reader decompressed so far. */
 uint64_t decoder_segment_frames_read(const struct decoder_segment *s);
+
+/*
+ * Whether the text of an events/SYSTEM/EVENT/format FILE has the shape
+ * tracefs gives it, so that libtraceevent may parse it: 0, or -EBADMSG
+ * and *ret_why (static text).
+ */
+int decode_check_format(const char *text, size_t len, const char **ret_why);
+
+/* The same for the header_page FILE and the printk_formats FILE: 0 or -EBADMSG. */
+int decode_check_header_page(const char *text, size_t len);
+int decode_check_printk_formats(const char *text, size_t len);
+
+/*
+ * Whether an event record of segment s (size bytes at data) holds the
+ * common fields and every field of its event's format, dynamic ones
+ * included (for the stack entries: the fields the decoder reads): only
+ * then may libtraceevent print it.
+ */
+bool decode_record_fits(const struct decoder_segment *s, const void *data, int size);
 
 #endif

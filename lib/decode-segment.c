@@ -141,13 +141,86 @@ static void parse_cmdlines(struct tep_handle *tep, const char *p, size_t len)
 	}
 }
 
+/*
+ * libtraceevent asks this for the function containing an address (%ps and
+ * friends): the segment's symbols, which know where each one ends, so an
+ * address the kallsyms subset cannot place prints as a number.
+ */
+static char *resolve_function(void *priv, unsigned long long *addrp, char **modp)
+{
+	const struct decoder_segment *s = priv;
+	const char *name, *mod = NULL;
+	uint64_t off;
+
+	name = ksyms_lookup(s->ks, *addrp, &off, NULL, &mod);
+	if (!name)
+		return NULL;
+	*addrp -= off;
+	*modp = (char *)mod;
+	return (char *)name;
+}
+
+static int load_text_file(struct decoder_segment *s, const struct segment_record *rec,
+			  const char *name, const char *content, size_t len)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *why = NULL;
+	int r;
+
+	/* Each is checked first: libtraceevent's parsers trust their input. */
+	if (streq(name, "kallsyms")) {
+		if (s->ks)
+			return 0;
+		r = ksyms_parse(content, len, &s->ks);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			s->ks = NULL;
+			why = "malformed kallsyms line";
+		}
+		goto out;
+	}
+	text = strndup(content, len);
+	if (!text)
+		return -ENOMEM;
+	if (strlen(text) != len)
+		why = "NUL inside the text";
+	else if (streq(name, "printk_formats")) {
+		if (decode_check_printk_formats(text, len) < 0)
+			why = "malformed printk_formats line";
+		else
+			(void)tep_parse_printk_formats(s->tep, text);
+	} else if (streq(name, "header_page") || streq(name, "events/header_page")) {
+		if (decode_check_header_page(text, len) < 0)
+			why = "malformed header_page";
+		else
+			(void)tep_parse_header_page(s->tep, text, len, (int)s->long_size);
+	} else {
+		const char *sys = name + strlen("events/"), *slash = strchr(sys, '/');
+		char sysname[128];
+
+		if (!slash || slash == sys || (size_t)(slash - sys) >= sizeof(sysname) ||
+		    !strstr(slash, "/format"))
+			return 0;
+		memcpy(sysname, sys, (size_t)(slash - sys));
+		sysname[slash - sys] = 0;
+		/* An event libtraceevent cannot parse prints as unknown; the rest still decode. */
+		if (decode_check_format(text, len, &why) == 0)
+			(void)tep_parse_event(s->tep, text, len, sysname);
+	}
+out:
+	if (why)
+		decoder_segment_add_error(s, "'%s': FILE record '%s' at offset %" PRIu64
+					  " not used: %s", s->path, name, rec->offset, why);
+	return 0;
+}
+
 static int load_file(struct decoder_segment *s, const struct segment_record *rec)
 {
 	const char *name = (const char *)rec->data;
-	const uint8_t *nul = memchr(rec->data, 0, rec->len);
+	const uint8_t *nul = memchr(rec->data, 0, MIN(rec->len, (size_t)256));
 	const char *content;
 	size_t len;
-	char *text;
 
 	if (!nul) {
 		decoder_segment_add_error(s, "'%s': malformed FILE record at offset %" PRIu64, s->path, rec->offset);
@@ -157,40 +230,28 @@ static int load_file(struct decoder_segment *s, const struct segment_record *rec
 	len = rec->len - (size_t)(nul + 1 - rec->data);
 
 	/* "events/header_page" is the tracefs path; accept it as well as the documented name. */
-	if (streq(name, "header_page") || streq(name, "events/header_page")) {
-		(void)tep_parse_header_page(s->tep, (char *)content, len, (int)s->long_size);
-	} else if (startswith(name, "events/")) {
-		const char *sys = name + strlen("events/"), *slash = strchr(sys, '/');
-		char sysname[128];
-
-		if (!slash || (size_t)(slash - sys) >= sizeof(sysname) || !strstr(slash, "/format"))
-			return 0;
-		memcpy(sysname, sys, (size_t)(slash - sys));
-		sysname[slash - sys] = 0;
-		/* An event libtraceevent cannot parse prints as unknown; the rest still decode. */
-		(void)tep_parse_event(s->tep, content, len, sysname);
-	} else if (streq(name, "kallsyms") || streq(name, "printk_formats")) {
-		text = strndup(content, len);
-		if (!text)
-			return -ENOMEM;
-		if (streq(name, "printk_formats")) {
-			(void)tep_parse_printk_formats(s->tep, text);
-		} else {
-			(void)tep_parse_kallsyms(s->tep, text);
-			if (!s->ks && ksyms_parse(content, len, &s->ks) < 0)
-				s->ks = NULL;
-		}
-		free(text);
-	} else if (streq(name, "saved_cmdlines")) {
+	if (streq(name, "header_page") || streq(name, "events/header_page") ||
+	    startswith(name, "events/") || streq(name, "kallsyms") || streq(name, "printk_formats"))
+		return load_text_file(s, rec, name, content, len);
+	if (streq(name, "saved_cmdlines"))
 		parse_cmdlines(s->tep, content, len);
-	}
 	/* saved_tgids, header_event, config: nothing to print events with. */
 	return 0;
 }
 
+/* A reader of s's file that refuses records larger than a decoder may hold. */
+static int open_reader(const struct decoder_segment *s, struct segment_reader **ret)
+{
+	int r = segment_reader_open(s->path, ret);
+
+	if (r >= 0)
+		segment_reader_set_max_raw(*ret, (uint32_t)DECODE_MAX_RECORD_RAW);
+	return r;
+}
+
 static int cpu_streams(struct decoder_segment *s, uint32_t cpu, struct cpu_stream **ret)
 {
-	if (cpu >= STACKTAB_MAX_CPUS)
+	if (cpu >= DECODE_MAX_CPUS)
 		return -EINVAL;
 	if (cpu >= s->nr_cpus) {
 		struct cpu_stream *n = realloc(s->cpus, sizeof(*n) * (cpu + 1));
@@ -276,6 +337,10 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 		if (r == -EBADMSG)
 			decoder_segment_add_error(s, "'%s': malformed STACKS record at offset %" PRIu64, s->path,
 				  rec->offset);
+		else if (r == -EFBIG)
+			decoder_segment_add_error(s, "'%s': the stack table exceeds the reader's limits at "
+						  "offset %" PRIu64 ", the stacks after it are not kept",
+						  s->path, rec->offset);
 		return r == -ENOMEM ? r : 0;
 	case SEGMENT_REC_GENERATION:
 		if (segment_generation_decode(rec->data, rec->len, &g) < 0) {
@@ -378,8 +443,10 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 	s->tep = tep_alloc();
 	if (!s->path || !s->tab || !s->tep)
 		return -ENOMEM;
+	if (tep_set_function_resolver(s->tep, resolve_function, s) < 0)
+		return -ENOMEM;
 
-	r = segment_reader_open(path, &rd);
+	r = open_reader(s, &rd);
 	if (r < 0) {
 		if (ret_error && asprintf(ret_error, "'%s': %s", path, open_error_text(r)) < 0)
 			*ret_error = NULL;

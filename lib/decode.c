@@ -23,14 +23,15 @@
 #include "stacktab.h"
 #include "util.h"
 
-#define DEFAULT_LOOKAHEAD ((size_t)256 << 20)
+/* What the CPUs' cursors may hold at once: half of DECODE_MAX_HELD. */
+#define DEFAULT_LOOKAHEAD (DECODE_MAX_HELD / 2)
 
 /*
- * Zeroed room after each page buffer. libtraceevent reads fields at the
- * offsets a format names without checking them against the record size; a
- * __data_loc field can point up to 128 KiB past the start of a record.
+ * Zeroed room after each page buffer: an event's fields are checked
+ * against its record before it is printed (decode_event_fits()), but a
+ * string that is not terminated in the page must still end in zeros.
  */
-#define PAGE_SLACK (((size_t)128 << 10) + 64)
+#define PAGE_SLACK ((size_t)4096)
 
 static void *mfree(void *p)
 {
@@ -100,9 +101,11 @@ struct decoder {
 	struct tep_record record;
 	struct stacktab_stats stats;	/* of closed segments */
 	size_t lookahead;
+	size_t held;			/* payload and page bytes the cursors hold */
 	uint64_t bad_pages;		/* pages the page walker rejected */
 	struct decoder_filter filter;
 	uint64_t frames_read;		/* by closed segments */
+	uint64_t bad_events;		/* events whose fields do not fit their record */
 };
 
 int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
@@ -192,7 +195,7 @@ int decoder_filter_parse(struct decoder_filter *f, const char *name, const char 
 
 void decoder_set_lookahead_limit(struct decoder *d, size_t bytes)
 {
-	d->lookahead = bytes;
+	d->lookahead = MIN(bytes, DEFAULT_LOOKAHEAD);
 }
 
 const char *decoder_error(const struct decoder *d)
@@ -208,6 +211,11 @@ uint64_t decoder_lost_events(const struct decoder *d, unsigned int cpu)
 uint64_t decoder_bad_pages(const struct decoder *d)
 {
 	return d->bad_pages;
+}
+
+uint64_t decoder_bad_events(const struct decoder *d)
+{
+	return d->bad_events;
 }
 
 static void add_stats(struct stacktab_stats *to, const struct stacktab *t)
@@ -305,9 +313,6 @@ static struct cursor *cursor_free(struct cursor *c)
 /* Prepare c to read pages of s (long size and byte order may differ between segments). */
 static int cursor_setup(struct cursor *c, const struct decoder_segment *s)
 {
-	/* Without a known page size, room for the largest page a commit word allows. */
-	size_t need = (s->page_size ? s->page_size : PAGE_COMMIT_MASK + 1 + 16 + 8) + PAGE_SLACK;
-
 	if (c->kbuf)
 		kbuffer_free(c->kbuf);
 	c->kbuf = kbuffer_alloc(s->long_size == 8 ? KBUFFER_LSIZE_8 : KBUFFER_LSIZE_4,
@@ -316,14 +321,6 @@ static int cursor_setup(struct cursor *c, const struct decoder_segment *s)
 		return -ENOMEM;
 	if (tep_is_old_format(s->tep))
 		kbuffer_set_old_format(c->kbuf);
-	if (c->page_cap < need) {
-		free(c->page);
-		c->page = calloc(1, need);
-		if (!c->page)
-			return -ENOMEM;
-		c->page_cap = need;
-		c->page_dirty = 0;
-	}
 	c->page_loaded = false;
 	c->owner = NULL;
 	return 0;
@@ -465,6 +462,30 @@ static void cursor_bad_page(struct decoder *d, struct cursor *c, struct decoder_
 }
 
 /*
+ * Room for a page of len bytes and its slack in c's page buffer, within
+ * the decoder's memory limit: 1, 0 if over the limit, or -ENOMEM.
+ */
+static int page_room(struct decoder *d, struct cursor *c, size_t len)
+{
+	size_t need = len + PAGE_SLACK;
+	uint8_t *n;
+
+	if (c->page_cap >= need)
+		return 1;
+	if (d->held - c->page_cap + need > DECODE_MAX_HELD / 2)
+		return 0;
+	n = calloc(1, need);
+	if (!n)
+		return -ENOMEM;
+	free(c->page);
+	d->held = d->held - c->page_cap + need;
+	c->page = n;
+	c->page_cap = need;
+	c->page_dirty = 0;
+	return 1;
+}
+
+/*
  * Copy the next well-formed page of the current payload into the page
  * buffer and load it into kbuffer. Returns 1, or 0 when the payload has no
  * more pages.
@@ -474,7 +495,7 @@ static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_
 	struct page_format f;
 	const char *why = NULL;
 	size_t bad = 0;
-	int len, missed;
+	int len, missed, r;
 
 	if (!s)
 		return 0;
@@ -492,6 +513,13 @@ static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_
 		len = page_walk_check(&f, p, w.stored_len, &bad, &why);
 		if (len < 0) {
 			cursor_bad_page(d, c, s, page_off, bad, why, false);
+			continue;
+		}
+		r = page_room(d, c, (size_t)len);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			cursor_bad_page(d, c, s, page_off, 0, "beyond the reader's memory limit", false);
 			continue;
 		}
 		memcpy(c->page, p, (size_t)len);
@@ -514,6 +542,19 @@ static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_
 	return 0;
 }
 
+/* An event whose record its format does not fit is counted and reported, never printed. */
+static bool event_fits(struct decoder *d, struct cursor *c, struct decoder_segment *s,
+		       const void *data, int size)
+{
+	if (decode_record_fits(s, data, size))
+		return true;
+	d->bad_events++;
+	decoder_segment_add_error(s, "'%s': CPU %u: an event in the record at offset %" PRIu64
+				  " is shorter than its format, skipped", s->path, c->cpu,
+				  c->item->offset);
+	return false;
+}
+
 /* Find c's next event: afterwards c has a head, or is parked or done. 0 or -ENOMEM. */
 static int cursor_next(struct decoder *d, struct cursor *c)
 {
@@ -533,8 +574,9 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 			int size = kbuffer_event_size(c->kbuf);
 
 			if (size >= 0 && off + (size_t)size <= c->page_len &&
-			    (ts < d->filter.since || ts > d->filter.until)) {
-				/* outside the window asked for: not an event of this decoding */
+			    (ts < d->filter.since || ts > d->filter.until ||
+			     !event_fits(d, c, s, data, size))) {
+				/* outside the window asked for, or its fields do not fit its record */
 				data = kbuffer_next_event(c->kbuf, &ts);
 				continue;
 			}
@@ -546,8 +588,11 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 				return 0;
 			}
 			r = -EBADMSG;
-		} else
+		} else {
 			r = cursor_load_page(d, c, s);
+			if (r == -ENOMEM)
+				return r;
+		}
 		if (r > 0) {
 			data = kbuffer_read_event(c->kbuf, &ts);
 			continue;
@@ -563,6 +608,8 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 			continue;
 		}
 
+		if (c->item)
+			d->held -= c->item->len;
 		c->item = mfree(c->item);
 		r = decoder_segment_next_item(s, c->cpu, d->lookahead, &it);
 		if (r < 0)
@@ -574,7 +621,15 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 				return r;
 			continue;
 		}
+		if (r > 0 && d->held + it->len > DECODE_MAX_HELD / 2) {
+			decoder_segment_add_error(s, "'%s': CPU %u: the record at offset %" PRIu64
+						  " is skipped: the reader's memory limit is reached",
+						  s->path, c->cpu, it->offset);
+			free(it);
+			continue;
+		}
 		if (r > 0) {
+			d->held += it->len;
 			c->item = it;
 			c->pos = 0;
 			continue;
@@ -630,10 +685,11 @@ static int read_callers(const struct decoder_segment *s, struct cursor *c,
 	}
 	if ((size_t)c->size > (size_t)s->caller_field->offset)
 		avail = ((size_t)c->size - (size_t)s->caller_field->offset) / s->long_size;
-	if (s->size_field && tep_read_number_field(s->size_field, c->data, &v) == 0 && v > 0 &&
-	    v < avail)
+	if (s->size_field && s->size_field->offset >= 0 && s->size_field->size > 0 &&
+	    (uint64_t)s->size_field->offset + (uint64_t)s->size_field->size <= (uint64_t)c->size &&
+	    tep_read_number_field(s->size_field, c->data, &v) == 0 && v > 0 && v < avail)
 		avail = (size_t)v;
-	avail = MIN(avail, (size_t)UINT16_MAX);
+	avail = MIN(avail, (size_t)STACKTAB_MAX_DEPTH);
 	if (avail > c->ips_cap) {
 		uint64_t *ips = realloc(c->ips, sizeof(*ips) * avail);
 

@@ -132,6 +132,9 @@ uint64_t decoder_lost_events(const struct decoder *d, unsigned int cpu);
  */
 uint64_t decoder_bad_pages(const struct decoder *d);
 
+/* Events skipped because their record is shorter than their format's fields. */
+uint64_t decoder_bad_events(const struct decoder *d);
+
 /* Resolution counters over all segments decoded so far. */
 void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret);
 

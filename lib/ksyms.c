@@ -12,6 +12,7 @@
 #include "util.h"
 
 #define NO_MODULE UINT32_MAX
+#define END_MARK UINT32_MAX		/* name of an entry that only ends the symbol below it */
 
 /*
  * 16 bytes per symbol so that a full kallsyms (~200k symbols) stays a few
@@ -27,6 +28,7 @@ struct ksym {
 struct ksyms {
 	struct ksym *syms;		/* sorted by address, one per address */
 	size_t n;
+	size_t n_text;			/* of them text symbols, the rest end marks */
 	char *pool;
 	bool usable;
 };
@@ -135,8 +137,13 @@ static int parse_line(struct parser *ps, const char *p, const char *end)
 		mod_len = (size_t)(close - mod);
 	}
 
-	if (!is_text_type(type))
-		return 0;
+	/* "ADDR ? .end" (ksyms_subset()) ends the text symbol below it; other types are skipped. */
+	if (!is_text_type(type)) {
+		if (name_len != 4 || memcmp(name, ".end", 4) != 0)
+			return 0;
+		sym.name = END_MARK;
+		return buf_append(&ps->syms, &sym, sizeof(sym));
+	}
 
 	if (mod) {
 		if (ps->last_module != NO_MODULE && ps->last_module_len == mod_len &&
@@ -208,6 +215,9 @@ int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
 		if (ks->n > 0 && ks->syms[ks->n - 1].addr == ks->syms[i].addr)
 			continue;
 		ks->syms[ks->n++] = ks->syms[i];
+		if (ks->syms[i].name == END_MARK)
+			continue;
+		ks->n_text++;
 		if (ks->syms[i].addr != 0)
 			ks->usable = true;
 	}
@@ -235,7 +245,7 @@ int ksyms_load(const char *path, struct ksyms **ret)
 
 size_t ksyms_count(const struct ksyms *ks)
 {
-	return ks ? ks->n : 0;
+	return ks ? ks->n_text : 0;
 }
 
 bool ksyms_usable(const struct ksyms *ks)
@@ -260,7 +270,7 @@ static ssize_t find(const struct ksyms *ks, uint64_t addr)
 			hi = mid;
 	}
 	/* lo is the first symbol above addr; the last symbol has no known end. */
-	if (lo == 0 || lo == ks->n)
+	if (lo == 0 || lo == ks->n || ks->syms[lo - 1].name == END_MARK)
 		return -1;
 	return (ssize_t)lo - 1;
 }
@@ -329,18 +339,23 @@ int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct
 
 		if (k < 0)
 			continue;
-		idx[nidx++] = (size_t)k;
-		idx[nidx++] = (size_t)k + 1;	/* exists: find() never returns the last */
+		/* Bit 0 set: only the end of the symbol below (find() never returns the last). */
+		idx[nidx++] = (size_t)k << 1;
+		idx[nidx++] = ((size_t)k + 1) << 1 | 1;
 	}
 	qsort(idx, nidx, sizeof(size_t), size_cmp);
 
 	for (i = 0; i < nidx; i++) {
 		const struct ksym *s;
 
-		if (i > 0 && idx[i] == idx[i - 1])
+		/* Sorted, a symbol needed for itself comes before its use as an end. */
+		if (i > 0 && idx[i] >> 1 == idx[i - 1] >> 1)
 			continue;
-		s = &ks->syms[idx[i]];
-		if (s->module == NO_MODULE)
+		s = &ks->syms[idx[i] >> 1];
+		if ((idx[i] & 1) || s->name == END_MARK)
+			/* Not a text symbol: readers end the one below here, and place nothing in it. */
+			r = buf_printf(out, "%016" PRIx64 " ? .end\n", s->addr);
+		else if (s->module == NO_MODULE)
 			r = buf_printf(out, "%016" PRIx64 " %c %s\n", s->addr,
 				       ks->pool[s->name - 1], ks->pool + s->name);
 		else

@@ -6,16 +6,15 @@
  * kernel's %pS, and cut the subset of lines a segment needs.
  *
  * Only text symbols (types t, T, w, W) are kept. A symbol extends up to the
- * next higher text address, so the last symbol has no known size and
- * addresses at or after it do not resolve; ksyms_subset() therefore also
- * emits the symbol that follows each one it selects.
+ * next higher text address or end mark (a line "ADDR ? .end"), so the last symbol has no known size and addresses at or
+ * after it do not resolve; ksyms_subset() therefore also emits, after each
+ * symbol it selects, the end of it: the next symbol if that is selected
+ * too, otherwise a line "ADDR ? .end" that places nothing. An address in a
+ * gap of a subset thus resolves to no symbol rather than to the one below.
  *
- * Printing kernel_stack events with libtraceevent: hand the subset text (the
- * `kallsyms` FILE of a segment) to tep_parse_kallsyms(tep, text) once per
- * tep_handle (the text must be NUL-terminated; tep_parse_kallsyms() only
- * reads it). libtraceevent then resolves "=> %ps" frames itself through
- * tep_find_function(), which likewise takes the function to end where the
- * next registered one begins.
+ * Printing with libtraceevent: give the tep_handle a function resolver
+ * (tep_set_function_resolver()) that calls ksyms_lookup(); its own table
+ * (tep_parse_kallsyms()) would stretch a symbol over a subset's gaps.
  */
 #ifndef STACKMAPD_KSYMS_H
 #define STACKMAPD_KSYMS_H
@@ -44,7 +43,7 @@ int ksyms_load(const char *path, struct ksyms **ret);
 struct ksyms *ksyms_free(struct ksyms *ks);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct ksyms *, ksyms_free);
 
-/* Number of distinct text symbols kept. */
+/* Number of distinct text symbols kept (end marks not counted). */
 size_t ksyms_count(const struct ksyms *ks);
 
 /*
@@ -75,10 +74,11 @@ int ksyms_format(const struct ksyms *ks, uint64_t addr, char *buf, size_t len);
 
 /*
  * Append to out, in kallsyms text format and sorted by address, the line
- * of the symbol containing each of the n addresses and the line of the
- * symbol after it (so that sizes come out the same when the subset is
- * parsed again). Each line appears once; addresses that do not resolve are
- * skipped. Returns the number of lines appended or -ENOMEM.
+ * of the symbol containing each of the n addresses and where it ends: the
+ * next symbol's line if that is selected too, else "ADDR ? .end" (so that
+ * sizes come out the same when the subset is parsed again, and addresses
+ * between selected symbols resolve to none). Each address appears once;
+ * addresses that do not resolve are skipped. Returns the number of lines appended or -ENOMEM.
  */
 int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct buf *out);
 

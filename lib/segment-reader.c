@@ -24,6 +24,9 @@
 #include "segment-internal.h"
 #include "util.h"
 
+/* An INDEX record holds a few dozen bytes per CPU. */
+#define SEGMENT_READER_MAX_INDEX (4u << 20)
+
 struct segment_reader {
 	int fd;
 	uint64_t size;
@@ -37,6 +40,7 @@ struct segment_reader {
 	struct segment_index index;
 	int state;		/* 0 reading, 1 at the end, < 0 failed (sticky) */
 	uint64_t err_off;
+	uint32_t max_raw;	/* 0: SEGMENT_MAX_RAW */
 	char err[192];
 	ZSTD_DCtx *dctx;
 	struct buf stored;
@@ -149,6 +153,18 @@ static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
 	if (h->raw_len > SEGMENT_MAX_RAW)
 		return bad(r, off, "raw length %" PRIu32 " exceeds the limit of %u bytes",
 			   h->raw_len, SEGMENT_MAX_RAW);
+	if (r->max_raw && (h->raw_len > r->max_raw ||
+			   h->stored_len > r->max_raw + r->max_raw / 64 + 4096))
+		return bad(r, off, "record of %" PRIu32 " bytes exceeds the reader's limit of %" PRIu32
+			   " bytes", MAX(h->raw_len, h->stored_len), r->max_raw);
+	/* The INDEX reached from the footer, read at open: a few entries per CPU. */
+	if (expect_seq < 0 && (h->raw_len > SEGMENT_READER_MAX_INDEX ||
+			       h->stored_len > SEGMENT_READER_MAX_INDEX))
+		return bad(r, off, "INDEX record of %" PRIu32 " bytes is implausibly large",
+			   h->raw_len);
+	/* A second META would change what the records before it meant: the format forbids it. */
+	if (expect_seq > 0 && h->type == SEGMENT_REC_META)
+		return bad(r, off, "a second META record");
 	if (!(h->flags & SEGMENT_REC_F_COMPRESSED) && h->raw_len != h->stored_len)
 		return bad(r, off, "uncompressed record with raw length %" PRIu32
 			   " and stored length %" PRIu32, h->raw_len, h->stored_len);
@@ -467,6 +483,11 @@ int segment_reader_next(struct segment_reader *r, struct segment_record *rec)
 	r->good = r->off;
 	r->seq++;
 	return 1;
+}
+
+void segment_reader_set_max_raw(struct segment_reader *r, uint32_t max_raw)
+{
+	r->max_raw = max_raw;
 }
 
 uint64_t segment_reader_error_offset(const struct segment_reader *r)

@@ -199,6 +199,14 @@ struct segment_reader;
 int segment_reader_open(const char *path, struct segment_reader **ret);
 
 /*
+ * Lower the payload size the reader accepts (default: the format's
+ * SEGMENT_MAX_RAW): a record whose raw length, or stored length beyond
+ * what compression may add, exceeds max_raw is reported as damaged before
+ * anything is allocated for it.
+ */
+void segment_reader_set_max_raw(struct segment_reader *r, uint32_t max_raw);
+
+/*
  * Read the next record into *rec. Returns 1 for a record, 0 at the clean end
  * (the INDEX record was read and the footer follows, or a .part file ends on
  * a record boundary), -EBADMSG at the first invalid or truncated record (see

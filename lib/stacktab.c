@@ -80,6 +80,8 @@ int stacktab_decode(const void *payload, size_t len,
 
 		if ((e.flags & SEGMENT_STACK_F_ABSENT) && e.nr)
 			return -EBADMSG;
+		if (e.nr > STACKTAB_MAX_DEPTH)
+			return -EBADMSG;
 
 		if (e.flags & SEGMENT_STACK_F_TEXT) {
 			if (e.nr > text_cap) {
@@ -160,6 +162,7 @@ struct stacktab {
 	struct tab_entry **slots;	/* open addressing, linear probing; NULL = free */
 	size_t nr_slots;		/* power of two, 0 before the first insert */
 	size_t nr_entries;
+	size_t bytes;			/* of the entries' copies */
 
 	struct segment_generation *windows;
 	size_t nr_windows;
@@ -252,11 +255,9 @@ static int grow(struct stacktab *t)
 	return 0;
 }
 
-/* A private copy of e: one allocation holding the entry and its frames. */
-static struct tab_entry *entry_dup(const struct stack_entry *e)
+static size_t entry_size(const struct stack_entry *e)
 {
 	size_t size = sizeof(struct tab_entry);
-	struct tab_entry *te;
 
 	if (e->flags & SEGMENT_STACK_F_TEXT) {
 		size += sizeof(char *) * e->nr;
@@ -264,6 +265,14 @@ static struct tab_entry *entry_dup(const struct stack_entry *e)
 			size += strlen(e->text[i]) + 1;
 	} else
 		size += sizeof(uint64_t) * e->nr;
+	return size;
+}
+
+/* A private copy of e: one allocation holding the entry and its frames. */
+static struct tab_entry *entry_dup(const struct stack_entry *e)
+{
+	size_t size = entry_size(e);
+	struct tab_entry *te;
 
 	te = malloc(size);
 	if (!te)
@@ -297,8 +306,12 @@ static int add_entry(const struct stack_entry *e, void *userdata)
 {
 	struct stacktab *t = userdata;
 	struct tab_entry **slot, *te = NULL;
+	size_t size = entry_size(e);
 	int r;
 
+	/* Whatever a segment claims, the table stays within its limits. */
+	if (t->nr_entries >= STACKTAB_MAX_ENTRIES || t->bytes + size > STACKTAB_MAX_BYTES)
+		return -EFBIG;
 	r = grow(t);
 	if (r < 0)
 		return r;
@@ -310,6 +323,7 @@ static int add_entry(const struct stack_entry *e, void *userdata)
 			return -ENOMEM;
 		*slot = te;
 		t->nr_entries++;
+		t->bytes += size;
 		return 0;
 	}
 	if (te->conflict || (e->flags & SEGMENT_STACK_F_ABSENT)) {
@@ -324,6 +338,7 @@ static int add_entry(const struct stack_entry *e, void *userdata)
 			return -ENOMEM;
 		free(te);
 		*slot = n;
+		t->bytes += size;
 		return 0;
 	}
 	if (stacktab_frames_equal(&te->e, e))

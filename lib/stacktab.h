@@ -58,6 +58,16 @@ struct stacktab_stats {
 	uint64_t unresolved[STACKTAB_KIND_MAX];
 };
 
+/*
+ * Reader limits (doc/segment-format.md): frames of one stack, entries and
+ * frame bytes of one table. An entry deeper than this is malformed; entries
+ * beyond the table's limits are not kept (stacktab_add_stacks() says
+ * -EFBIG).
+ */
+#define STACKTAB_MAX_DEPTH 256
+#define STACKTAB_MAX_ENTRIES (1u << 20)
+#define STACKTAB_MAX_BYTES ((size_t)64 << 20)
+
 /* Per-CPU GENERATION boundaries are accepted for CPUs below this. */
 #define STACKTAB_MAX_CPUS 8192
 
@@ -74,8 +84,10 @@ struct stacktab *stacktab_free(struct stacktab *t);
  * table copies what it keeps). A later entry for a (generation, id) that is
  * already known replaces it only if the known one is ABSENT; the same stack
  * again just raises refs to the larger count; a different stack marks the
- * id conflicting (it never resolves). Returns 0, -ENOMEM, or -EBADMSG if
- * the payload is malformed (entries before the bad one are kept).
+ * id conflicting (it never resolves). Returns 0, -ENOMEM, -EBADMSG if
+ * the payload is malformed (entries before the bad one are kept), or
+ * -EFBIG when the table would exceed STACKTAB_MAX_ENTRIES or
+ * STACKTAB_MAX_BYTES (entries before are kept).
  */
 int stacktab_add_stacks(struct stacktab *t, const void *payload, size_t len);
 
