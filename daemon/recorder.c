@@ -144,8 +144,9 @@ static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		size_t n;
 
 		while ((n = cpu_reader_take_markers(rec->readers[i], m, ARRAY_SIZE(m))) > 0)
-			for (size_t k = 0; k < n && rec->gens; k++)
-				generations_marker(rec->gens, &m[k]);
+			for (size_t k = 0; k < n; k++)
+				if (!recorder_clock_marker(rec, &m[k]) && rec->gens)
+					generations_marker(rec->gens, &m[k]);
 	}
 	process_ops(rec);
 	return 0;
@@ -205,6 +206,7 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	/* bound what a power cut can lose: partial pages go to the archive too */
 	if (rec->state == RECORDER_RECORDING && !recorder_flight(rec)) {
 		(void)recorder_flush_all(rec, NULL, flushed_periodic, NULL, NULL);
+		recorder_clock_tick(rec);
 		if (rec->gens)
 			generations_tick(rec->gens);
 	}
