@@ -8,11 +8,12 @@
 #include "commands-export.h"
 #include "log.h"
 #include "sample-source.h"
+#include "selection.h"
 #include "top.h"
 
 static const char top_usage[] =
-	"Usage: stackmapctl top [--sort stack|callsite|comm|pid] [--event NAME] [--limit N]\n"
-	"                       [--json] SEGMENT...\n";
+	"Usage: stackmapctl top [--sort stack|callsite|comm|pid] [--limit N] [--json] [OPTIONS]\n"
+	"                       [SEGMENT|DIRECTORY...]\n" SELECTION_USAGE;
 
 static int top_sample(const struct sample *s, void *userdata)
 {
@@ -23,12 +24,13 @@ int cmd_top(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "sort", required_argument, NULL, 's' },
-		{ "event", required_argument, NULL, 'e' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		SELECTION_OPTIONS,
 		{}
 	};
+	_cleanup_(selection_done) struct selection sel;
 	struct sample_source_options so = {};
 	_cleanup_(top_freep) struct top *t = NULL;
 	int sort = TOP_SORT_STACK, c, r;
@@ -36,8 +38,14 @@ int cmd_top(int argc, char **argv)
 	bool json = false;
 	char *end;
 
+	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+hc:", opts, NULL)) >= 0) {
+		r = selection_option(&sel, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
 		switch (c) {
 		case 's':
 			sort = top_sort_from_string(optarg);
@@ -45,9 +53,6 @@ int cmd_top(int argc, char **argv)
 				log_err("unknown sort key '%s'", optarg);
 				return 2;
 			}
-			break;
-		case 'e':
-			so.event = optarg;
 			break;
 		case 'n':
 			limit = strtoul(optarg, &end, 10);
@@ -67,16 +72,14 @@ int cmd_top(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "%s", top_usage);
-		return 2;
-	}
+	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
+		return 1;
 	t = top_new(sort);
 	if (!t) {
 		log_errno(LOG_ERR, -ENOMEM, "cannot count stacks");
 		return 1;
 	}
-	r = sample_source_run(argv + optind, argc - optind, &so, top_sample, t);
+	r = sample_source_run(&sel, &so, top_sample, t);
 	if (r < 0)
 		return 1;
 	if (top_print(t, stdout, json, limit) < 0) {
