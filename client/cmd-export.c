@@ -127,17 +127,67 @@ static int export_csv(struct selection *sel, const struct sample_source_options 
 struct tracedat_ctx {
 	struct tracedat *t;
 	const struct decoder_segment *seg;	/* the last segment whose tables were taken */
-	struct strmap *kallsyms, *cmdlines;	/* lines of every segment, once each */
+	struct strmap *kallsyms;		/* lines of every segment, once each */
+	struct strmap *pids;			/* saved_cmdlines: pid -> comms[index] */
+	char **comms;				/* the latest comm of each pid */
 	const char *out;
 };
+
+/* "PID COMM" lines: the latest name of a pid wins, as the decoder reads them. */
+static int add_comms(struct tracedat_ctx *ctx, const char *text, size_t len)
+{
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p), idx;
+		const char *sp = memchr(p, ' ', l);
+		int r;
+
+		if (sp && sp > p && sp + 1 < p + l) {
+			r = strmap_intern(ctx->pids, p, (size_t)(sp - p), &idx);
+			if (r > 0) {
+				char **a = reallocarray(ctx->comms, idx + 1, sizeof(*a));
+
+				if (!a)
+					return -ENOMEM;
+				ctx->comms = a;
+				a[idx] = NULL;
+			}
+			if (r < 0)
+				return r;
+			free(ctx->comms[idx]);
+			ctx->comms[idx] = strndup(sp + 1, (size_t)(p + l - sp - 1));
+			if (!ctx->comms[idx])
+				return -ENOMEM;
+		}
+		p += l + 1;
+	}
+	return 0;
+}
+
+static int comms_text(const struct tracedat_ctx *ctx, char **ret)
+{
+	struct buf b = {};
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < strmap_size(ctx->pids); i++)
+		r = buf_printf(&b, "%s %s\n", strmap_get(ctx->pids, i, NULL), ctx->comms[i]);
+	if (r >= 0)
+		r = buf_append(&b, "", 1);
+	if (r < 0) {
+		buf_done(&b);
+		return r;
+	}
+	*ret = (char *)b.data;
+	return 0;
+}
 
 /* Add every line of text to the set m. */
 static int add_lines(struct strmap *m, const char *text, size_t len)
 {
 	for (const char *p = text, *end = text + len; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		int r = l ? strmap_intern(m, p, l, NULL) : 0;
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p), idx;
+		int r = l ? strmap_intern(m, p, l, &idx) : 0;
 
 		if (r < 0)
 			return r;
@@ -208,7 +258,7 @@ static int take_tables(struct tracedat_ctx *ctx, const struct decoded_event *ev)
 		if (streq(name, "kallsyms"))
 			r = add_lines(ctx->kallsyms, data, len);
 		else if (streq(name, "saved_cmdlines"))
-			r = add_lines(ctx->cmdlines, data, len);
+			r = add_comms(ctx, data, len);
 	}
 	ctx->seg = ev->seg;
 	return r < 0 ? log_errno(LOG_ERR, r, "cannot export") : 0;
@@ -244,7 +294,7 @@ static int write_tracedat(struct tracedat_ctx *ctx)
 
 	r = lines_text(ctx->kallsyms, &syms);
 	if (r >= 0)
-		r = lines_text(ctx->cmdlines, &comms);
+		r = comms_text(ctx, &comms);
 	if (r >= 0)
 		r = tracedat_set_text(ctx->t, TRACEDAT_KALLSYMS, syms);
 	if (r >= 0)
@@ -267,7 +317,7 @@ static int write_tracedat(struct tracedat_ctx *ctx)
 static int export_tracedat(struct selection *sel, const struct sample_source_options *so,
 			   const char *out)
 {
-	struct tracedat_ctx ctx = { .kallsyms = strmap_new(), .cmdlines = strmap_new(), .out = out };
+	struct tracedat_ctx ctx = { .kallsyms = strmap_new(), .pids = strmap_new(), .out = out };
 	int r, ret = 1;
 
 	if (sel->nr_groups > 1) {
@@ -275,7 +325,7 @@ static int export_tracedat(struct selection *sel, const struct sample_source_opt
 			"(select one with --since/--until or by naming its segments)", sel->nr_groups);
 		goto out;
 	}
-	if (!ctx.kallsyms || !ctx.cmdlines) {
+	if (!ctx.kallsyms || !ctx.pids) {
 		log_errno(LOG_ERR, -ENOMEM, "cannot export");
 		goto out;
 	}
@@ -295,8 +345,11 @@ static int export_tracedat(struct selection *sel, const struct sample_source_opt
 	}
 out:
 	tracedat_free(ctx.t);
+	for (size_t i = 0; ctx.pids && i < strmap_size(ctx.pids); i++)
+		free(ctx.comms[i]);
+	free(ctx.comms);
 	strmap_free(ctx.kallsyms);
-	strmap_free(ctx.cmdlines);
+	strmap_free(ctx.pids);
 	return ret;
 }
 
