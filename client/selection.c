@@ -471,8 +471,9 @@ bool selection_wanted(struct selection *s, const struct decoded_event *ev)
 		st->cpu_wanted = a;
 		st->nr_cpus = n;
 	}
+	/* without filters, also a stack whose event was not seen (lost, or before the data) */
 	if (ev->is_stack)
-		return st->cpu_wanted[ev->cpu];
+		return st->cpu_wanted[ev->cpu] || !selection_filtering(s);
 	w = passes(s, ev);
 	st->cpu_wanted[ev->cpu] = w;
 	return w;
@@ -529,11 +530,15 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 		if (r == 0)
 			break;
 		if (r < 0) {
+			const char *msg = decoder_error(d) ?: strerror(-r);
+
+			st->seg = NULL;
+			if (s->quiet_unfinished && r != -ENOMEM && strstr(msg, SEGMENT_PART_SUFFIX))
+				continue;
 			damaged = true;
-			log_err("%s", decoder_error(d) ?: strerror(-r));
+			log_err("%s", msg);
 			if (r == -ENOMEM)
 				ret = 2;
-			st->seg = NULL;
 			continue;
 		}
 		if (run->progress) {

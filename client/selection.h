@@ -63,6 +63,7 @@ struct selection {
 	const char *event;		/* "name" or "system:name" */
 	const char *config;		/* -c FILE */
 	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
+	bool quiet_unfinished;		/* do not report .part segments as cut short */
 
 	/* segments; set by selection_resolve() */
 	char **paths;
