@@ -55,15 +55,21 @@ last2=$(dates "$W/all.report" 2 | tail -1)
 note "boot 1: $first1 .. $last1; boot 2: $first2 .. $last2"
 [[ $last1 < $first2 ]] || fail "the second boot's events are not later than the first's"
 
+# DATE +-SECONDS as ISO 8601 UTC (printed dates are cut to microseconds)
+iso() {
+	python3 -c 'import datetime, sys
+t = datetime.datetime.strptime(sys.argv[1], "%Y-%m-%d %H:%M:%S.%f")
+print((t + datetime.timedelta(seconds=float(sys.argv[2]))).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))' "$1" "$2"
+}
 # a window over the end of the first boot and the start of the second
-"$STACKMAPCTL" report --wall --events --since "${last1% *}T${last1#* }Z" \
-	--until "${first2% *}T${first2#* }Z" "$W/archive" > "$W/both.report" ||
+"$STACKMAPCTL" report --wall --events --since "$(iso "$last1" -0.5)" \
+	--until "$(iso "$first2" 0.5)" "$W/archive" > "$W/both.report" ||
 	fail "report of the window over both boots failed"
 n1=$(dates "$W/both.report" 1 | wc -l)
 n2=$(dates "$W/both.report" 2 | wc -l)
 [ "$n1" -ge 1 ] && [ "$n2" -ge 1 ] || fail "the window holds $n1 events of boot 1 and $n2 of boot 2"
 # a window after the first boot: only the second one's events
-"$STACKMAPCTL" report --wall --events --since "${first2% *}T${first2#* }Z" "$W/archive" \
+"$STACKMAPCTL" report --wall --events --since "$(iso "$first2" -0.001)" "$W/archive" \
 	> "$W/second.report" || fail "report of the second boot's window failed"
 total2=$(dates "$W/all.report" 2 | wc -l)
 got=$(grep -c ' kmem_cache_alloc: ' "$W/second.report")
