@@ -8,6 +8,7 @@
 
 #include "cmd-common.h"
 #include "log.h"
+#include "selection.h"
 #include "util.h"
 
 /* Print the finished JSON text of w as one line, and free w's memory. Returns 0 or -errno. */
@@ -24,8 +25,8 @@ int cmd_json_print(struct json_writer *w)
 	return 0;
 }
 
-/* Returns 0 (go on), 1 (help printed) or -1 (usage error, logged). */
-int cmd_segment_args(int argc, char **argv, bool *ret_json, int *ret_first)
+/* Returns 0 (go on), 1 (help printed), -1 (usage error, logged) or -2 (nothing to read). */
+int cmd_segment_args(int argc, char **argv, bool *ret_json, struct selection *sel)
 {
 	bool json = false;
 	int i = 1;
@@ -37,20 +38,20 @@ int cmd_segment_args(int argc, char **argv, bool *ret_json, int *ret_first)
 		}
 		if (streq(argv[i], "--json")) {
 			json = true;
+		} else if ((streq(argv[i], "-c") || streq(argv[i], "--config")) && i + 1 < argc) {
+			sel->config = argv[++i];
 		} else if (streq(argv[i], "-h") || streq(argv[i], "--help")) {
-			printf("Usage: stackmapctl %s [--json] SEGMENT...\n", argv[0]);
+			printf("Usage: stackmapctl %s [--json] [-c CONFIG] [SEGMENT|DIRECTORY...]\n",
+			       argv[0]);
 			return 1;
 		} else {
 			log_err("%s: unknown option '%s'", argv[0], argv[i]);
 			return -1;
 		}
 	}
-	if (i >= argc) {
-		log_err("usage: stackmapctl %s [--json] SEGMENT...", argv[0]);
-		return -1;
-	}
+	if (selection_resolve(sel, argc - i, argv + i) < 0)
+		return -2;
 	*ret_json = json;
-	*ret_first = i;
 	return 0;
 }
 

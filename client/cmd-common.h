@@ -13,12 +13,21 @@
  */
 int cmd_json_print(struct json_writer *w);
 
+struct selection;
+
 /*
- * Parse "[--json] SEGMENT..." (argv[0] is the command's name). Returns 0
- * with *ret_json and *ret_first (index of the first segment), 1 when help
- * was printed, -1 on a usage error (logged).
+ * Parse "[--json] [-c CONFIG] [SEGMENT|DIRECTORY...]" (argv[0] is the
+ * command's name) and resolve the segments into sel (initialized; see
+ * client/selection.h). Returns 0 with *ret_json, 1 when help was printed,
+ * -1 on a usage error, -2 when nothing can be read (logged).
  */
-int cmd_segment_args(int argc, char **argv, bool *ret_json, int *ret_first);
+int cmd_segment_args(int argc, char **argv, bool *ret_json, struct selection *sel);
+
+/* Exit status for a cmd_segment_args() result other than 0. */
+static inline int cmd_segment_args_status(int k)
+{
+	return k == 1 ? 0 : k == -1 ? 2 : 1;
+}
 
 /* What a segment_reader_open() error means for a user, or NULL for a plain -errno. Static. */
 const char *cmd_segment_open_error(int r);

@@ -2,7 +2,9 @@
 /*
  * stackmapctl export: segments to formats other tools read. pprof (one
  * gzipped profile, lib/pprof.h) and CSV (a directory with events.csv and
- * stacks.csv, lib/csvexport.h), from client/sample-source.h. Files are
+ * stacks.csv, lib/csvexport.h), from client/sample-source.h, and
+ * trace-cmd's trace.dat (lib/tracedat.h) from the decoded events
+ * themselves, with each segment's formats, symbols and tasks. Files are
  * written under a temporary name and renamed when complete. Exit status
  * as report's.
  */
@@ -10,16 +12,23 @@
 #include <getopt.h>
 #include <sys/stat.h>
 
+#include <event-parse.h>
+
 #include "commands-export.h"
 #include "csvexport.h"
+#include "decode.h"
 #include "log.h"
 #include "pprof.h"
 #include "sample-source.h"
+#include "selection.h"
+#include "strmap.h"
+#include "tracedat.h"
 
 static const char export_usage[] =
-	"Usage: stackmapctl export --format pprof|csv -o OUTPUT [--event NAME] SEGMENT...\n"
+	"Usage: stackmapctl export --format pprof|csv|trace.dat -o OUTPUT [OPTIONS]\n"
+	"                          [SEGMENT|DIRECTORY...]\n"
 	"  pprof: OUTPUT is a gzipped profile; csv: OUTPUT is a directory that gets\n"
-	"  events.csv and stacks.csv\n";
+	"  events.csv and stacks.csv; trace.dat: a trace-cmd data file\n" SELECTION_USAGE;
 
 struct pprof_ctx {
 	struct pprof *p;
@@ -36,7 +45,7 @@ static int pprof_sample(const struct sample *s, void *userdata)
 	return pprof_add(ctx->p, s);
 }
 
-static int export_pprof(char **paths, int n, const struct sample_source_options *so,
+static int export_pprof(struct selection *sel, const struct sample_source_options *so,
 			const char *out)
 {
 	_cleanup_free_ char *tmp = NULL;
@@ -48,7 +57,7 @@ static int export_pprof(char **paths, int n, const struct sample_source_options 
 		log_errno(LOG_ERR, -ENOMEM, "cannot export");
 		return 1;
 	}
-	ret = sample_source_run(paths, n, so, pprof_sample, &ctx);
+	ret = sample_source_run(sel, so, pprof_sample, &ctx);
 	if (ret < 0) {
 		pprof_free(ctx.p);
 		return 1;
@@ -75,7 +84,7 @@ static int csv_sample(const struct sample *s, void *userdata)
 	return csv_export_add(userdata, s);
 }
 
-static int export_csv(char **paths, int n, const struct sample_source_options *so,
+static int export_csv(struct selection *sel, const struct sample_source_options *so,
 		      const char *dir)
 {
 	_cleanup_free_ char *ev = NULL, *st = NULL;
@@ -102,7 +111,7 @@ static int export_csv(char **paths, int n, const struct sample_source_options *s
 		(void)log_errno(LOG_ERR, r, "cannot write '%s'", ev);
 		return 1;
 	}
-	ret = sample_source_run(paths, n, so, csv_sample, c);
+	ret = sample_source_run(sel, so, csv_sample, c);
 	if (ret < 0)
 		return 1;
 	r = csv_export_finish(c, fs);
@@ -113,30 +122,265 @@ static int export_csv(char **paths, int n, const struct sample_source_options *s
 	return ret;
 }
 
+/* ---- trace.dat ---- */
+
+struct tracedat_ctx {
+	struct tracedat *t;
+	const struct decoder_segment *seg;	/* the last segment whose tables were taken */
+	struct strmap *kallsyms;		/* lines of every segment, once each */
+	struct strmap *pids;			/* saved_cmdlines: pid -> comms[index] */
+	char **comms;				/* the latest comm of each pid */
+	const char *out;
+};
+
+/* "PID COMM" lines: the latest name of a pid wins, as the decoder reads them. */
+static int add_comms(struct tracedat_ctx *ctx, const char *text, size_t len)
+{
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p), idx;
+		const char *sp = memchr(p, ' ', l);
+		int r;
+
+		if (sp && sp > p && sp + 1 < p + l) {
+			r = strmap_intern(ctx->pids, p, (size_t)(sp - p), &idx);
+			if (r > 0) {
+				char **a = reallocarray(ctx->comms, idx + 1, sizeof(*a));
+
+				if (!a)
+					return -ENOMEM;
+				ctx->comms = a;
+				a[idx] = NULL;
+			}
+			if (r < 0)
+				return r;
+			free(ctx->comms[idx]);
+			ctx->comms[idx] = strndup(sp + 1, (size_t)(p + l - sp - 1));
+			if (!ctx->comms[idx])
+				return -ENOMEM;
+		}
+		p += l + 1;
+	}
+	return 0;
+}
+
+static int comms_text(const struct tracedat_ctx *ctx, char **ret)
+{
+	struct buf b = {};
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < strmap_size(ctx->pids); i++)
+		r = buf_printf(&b, "%s %s\n", strmap_get(ctx->pids, i, NULL), ctx->comms[i]);
+	if (r >= 0)
+		r = buf_append(&b, "", 1);
+	if (r < 0) {
+		buf_done(&b);
+		return r;
+	}
+	*ret = (char *)b.data;
+	return 0;
+}
+
+/* Add every line of text to the set m. */
+static int add_lines(struct strmap *m, const char *text, size_t len)
+{
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p), idx;
+		int r = l ? strmap_intern(m, p, l, &idx) : 0;
+
+		if (r < 0)
+			return r;
+		p += l + 1;
+	}
+	return 0;
+}
+
+static int lines_text(const struct strmap *m, char **ret)
+{
+	struct buf b = {};
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < strmap_size(m); i++) {
+		size_t len;
+		const char *s = strmap_get(m, i, &len);
+
+		r = buf_printf(&b, "%.*s\n", (int)len, s);
+	}
+	if (r >= 0)
+		r = buf_append(&b, "", 1);
+	if (r < 0) {
+		buf_done(&b);
+		return r;
+	}
+	*ret = (char *)b.data;
+	return 0;
+}
+
+/* The file's header from the first segment; symbols and tasks from every segment. */
+static int take_tables(struct tracedat_ctx *ctx, const struct decoded_event *ev)
+{
+	const char *name, *data, *v;
+	size_t len;
+	int r = 0;
+
+	if (!ctx->t) {
+		struct tracedat_info info = {};
+
+		for (size_t i = 0; decoder_segment_file(ev->seg, i, &name, &data, &len) == 0; i++) {
+			if (streq(name, "header_page") || streq(name, "events/header_page"))
+				info.header_page = data;
+			else if (streq(name, "printk_formats"))
+				info.printk_formats = data;
+		}
+		v = decoder_segment_meta(ev->seg, "nr_cpus");
+		info.nr_cpus = v ? (unsigned int)strtoul(v, NULL, 10) : 0;
+		info.nr_cpus = MAX(info.nr_cpus, ev->cpu + 1);
+		v = decoder_segment_meta(ev->seg, "page_size");
+		info.page_size = v ? (unsigned int)strtoul(v, NULL, 10) : 0;
+		r = tracedat_new(&info, &ctx->t);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "'%s': cannot start a trace.dat file from it",
+					 ev->segment);
+		for (size_t i = 0; r >= 0 && decoder_segment_file(ev->seg, i, &name, &data, &len) == 0;
+		     i++) {
+			const char *sys = name + strlen("events/"), *slash;
+			char system[128];
+
+			if (!startswith(name, "events/") || !(slash = strchr(sys, '/')) ||
+			    (size_t)(slash - sys) >= sizeof(system) || !strstr(slash, "/format"))
+				continue;
+			(void)snprintf(system, sizeof(system), "%.*s", (int)(slash - sys), sys);
+			r = tracedat_add_format(ctx->t, system, data);
+		}
+	}
+	for (size_t i = 0; r >= 0 && decoder_segment_file(ev->seg, i, &name, &data, &len) == 0; i++) {
+		if (streq(name, "kallsyms"))
+			r = add_lines(ctx->kallsyms, data, len);
+		else if (streq(name, "saved_cmdlines"))
+			r = add_comms(ctx, data, len);
+	}
+	ctx->seg = ev->seg;
+	return r < 0 ? log_errno(LOG_ERR, r, "cannot export") : 0;
+}
+
+static int tracedat_event(struct decoded_event *ev, void *userdata)
+{
+	struct tracedat_ctx *ctx = userdata;
+	int r;
+
+	if (ev->seg != ctx->seg && take_tables(ctx, ev) < 0)
+		return -1;
+	/* a stack stored by id or reference goes in as the kernel_stack it stands for */
+	if ((ev->kind == DECODED_STACK_REF || ev->kind == DECODED_STACK_ID) && ev->resolved &&
+	    !ev->text)
+		r = tracedat_add_stack(ctx->t, ev->cpu, ev->ts, tep_data_pid(ev->tep, ev->record),
+				       ev->ips, ev->nr);
+	else
+		r = tracedat_add_event(ctx->t, ev->cpu, ev->ts, ev->record->data,
+				       (size_t)ev->record->size);
+	if (r == -EINVAL) {
+		log_warn("%s: an event at %" PRIu64 " on CPU %u does not fit a trace.dat file, left out",
+			 ev->segment, ev->ts, ev->cpu);
+		return 0;
+	}
+	return r < 0 ? log_errno(LOG_ERR, r, "cannot export") : 0;
+}
+
+static int write_tracedat(struct tracedat_ctx *ctx)
+{
+	_cleanup_free_ char *tmp = NULL, *syms = NULL, *comms = NULL;
+	int fd, r;
+
+	r = lines_text(ctx->kallsyms, &syms);
+	if (r >= 0)
+		r = comms_text(ctx, &comms);
+	if (r >= 0)
+		r = tracedat_set_text(ctx->t, TRACEDAT_KALLSYMS, syms);
+	if (r >= 0)
+		r = tracedat_set_text(ctx->t, TRACEDAT_CMDLINES, comms);
+	if (r >= 0)
+		r = strprintf(&tmp, "%s.tmp", ctx->out);
+	if (r < 0)
+		return r;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	r = fd < 0 ? -errno : tracedat_write(ctx->t, fd);
+	if (fd >= 0 && close(fd) < 0 && r >= 0)
+		r = -errno;
+	if (r >= 0 && rename(tmp, ctx->out) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlink(tmp);
+	return r;
+}
+
+static int export_tracedat(struct selection *sel, const struct sample_source_options *so,
+			   const char *out)
+{
+	struct tracedat_ctx ctx = { .kallsyms = strmap_new(), .pids = strmap_new(), .out = out };
+	int r, ret = 1;
+
+	if (sel->nr_groups > 1) {
+		log_err("a trace.dat file holds one recording of one boot; these segments are %zu "
+			"(select one with --since/--until or by naming its segments)", sel->nr_groups);
+		goto out;
+	}
+	if (!ctx.kallsyms || !ctx.pids) {
+		log_errno(LOG_ERR, -ENOMEM, "cannot export");
+		goto out;
+	}
+	r = selection_decode(sel, &(struct selection_run){ .event = tracedat_event,
+							   .userdata = &ctx });
+	if (r < 0)
+		goto out;
+	if (!ctx.t) {
+		log_err("no events to export");
+		goto out;
+	}
+	ret = r;
+	r = write_tracedat(&ctx);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot write '%s'", out);
+		ret = 1;
+	}
+out:
+	tracedat_free(ctx.t);
+	for (size_t i = 0; ctx.pids && i < strmap_size(ctx.pids); i++)
+		free(ctx.comms[i]);
+	free(ctx.comms);
+	strmap_free(ctx.kallsyms);
+	strmap_free(ctx.pids);
+	return ret;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "event", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
+		SELECTION_OPTIONS,
 		{}
 	};
+	_cleanup_(selection_done) struct selection sel;
 	struct sample_source_options so = { .progress_label = "export" };
 	const char *format = NULL, *out = NULL;
-	int c;
+	int c, r;
 
+	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+ho:", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+ho:c:", opts, NULL)) >= 0) {
+		r = selection_option(&sel, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
 		switch (c) {
 		case 'f':
 			format = optarg;
 			break;
 		case 'o':
 			out = optarg;
-			break;
-		case 'e':
-			so.event = optarg;
 			break;
 		case 'h':
 			printf("%s", export_usage);
@@ -146,14 +390,19 @@ int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc || !out || !format) {
+	if (!out || !format) {
 		fprintf(stderr, "%s", export_usage);
 		return 2;
 	}
+	if (!streq(format, "pprof") && !streq(format, "csv") && !streq(format, "trace.dat")) {
+		log_err("unknown format '%s' (pprof, csv, trace.dat)", format);
+		return 2;
+	}
+	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
+		return 1;
 	if (streq(format, "pprof"))
-		return export_pprof(argv + optind, argc - optind, &so, out);
+		return export_pprof(&sel, &so, out);
 	if (streq(format, "csv"))
-		return export_csv(argv + optind, argc - optind, &so, out);
-	log_err("unknown format '%s' (pprof, csv)", format);
-	return 2;
+		return export_csv(&sel, &so, out);
+	return export_tracedat(&sel, &so, out);
 }

@@ -2,7 +2,8 @@
 /*
  * stackmapctl flamegraph: an interactive SVG flame graph of some segments
  * (lib/flamegraph.h over client/sample-source.h), differential against
- * baseline segments given with --diff. Exit status as report's.
+ * baseline segments given with --diff or another window of the same ones
+ * (--diff-since/--diff-until). Exit status as report's.
  */
 #include <getopt.h>
 
@@ -10,10 +11,15 @@
 #include "flamegraph.h"
 #include "log.h"
 #include "sample-source.h"
+#include "selection.h"
 
 static const char fg_usage[] =
-	"Usage: stackmapctl flamegraph -o FILE.svg [--event NAME] [--title TEXT]\n"
-	"                              [--diff BASELINE_SEGMENT]... SEGMENT...\n";
+	"Usage: stackmapctl flamegraph -o FILE.svg [--title TEXT] [--diff BASELINE]...\n"
+	"                              [--diff-since TIME] [--diff-until TIME] [OPTIONS]\n"
+	"                              [SEGMENT|DIRECTORY...]\n"
+	"  --diff BASELINE    compare with these segments or archive (repeatable)\n"
+	"  --diff-since/--diff-until TIME  compare with this window (of BASELINE, or of\n"
+	"                     the same segments)\n" SELECTION_USAGE;
 
 struct fg_ctx {
 	struct flamegraph *fg;
@@ -53,31 +59,47 @@ int cmd_flamegraph(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
-		{ "event", required_argument, NULL, 'e' },
 		{ "title", required_argument, NULL, 't' },
 		{ "diff", required_argument, NULL, 'd' },
+		{ "diff-since", required_argument, NULL, 'S' },
+		{ "diff-until", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
+		SELECTION_OPTIONS,
 		{}
 	};
 	_cleanup_(flamegraph_freep) struct flamegraph *fg = flamegraph_new();
 	_cleanup_free_ char **base = calloc((size_t)argc, sizeof(char *));
+	_cleanup_(selection_done) struct selection sel, bsel;
 	struct sample_source_options so = { .progress_label = "flamegraph" };
+	const char *diff_since = NULL, *diff_until = NULL;
 	const char *out = NULL, *title = NULL;
 	struct fg_ctx ctx = { .fg = fg };
 	int c, r, nbase = 0, ret = 0;
 
+	selection_init(&sel);
+	selection_init(&bsel);
 	if (!fg || !base) {
 		log_errno(LOG_ERR, -ENOMEM, "cannot build the flame graph");
 		return 1;
 	}
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+ho:", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+ho:c:", opts, NULL)) >= 0) {
+		r = selection_option(&sel, c, optarg);
+		if (r > 0)
+			r = selection_option(&bsel, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
 		switch (c) {
+		case 'S':
+			diff_since = optarg;
+			break;
+		case 'U':
+			diff_until = optarg;
+			break;
 		case 'o':
 			out = optarg;
-			break;
-		case 'e':
-			so.event = optarg;
 			break;
 		case 't':
 			title = optarg;
@@ -93,19 +115,29 @@ int cmd_flamegraph(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc || !out) {
+	if (!out) {
 		fprintf(stderr, "%s", fg_usage);
 		return 2;
 	}
-	if (nbase) {
+	/* the baseline's own window replaces the one it shares with the graph */
+	if ((diff_since && selection_option(&bsel, SELECTION_OPT_SINCE, diff_since) < 0) ||
+	    (diff_until && selection_option(&bsel, SELECTION_OPT_UNTIL, diff_until) < 0))
+		return 2;
+	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
+		return 1;
+	if (nbase || diff_since || diff_until) {
+		/* the baseline: other segments, or the same ones in another window */
+		if (nbase ? selection_resolve(&bsel, nbase, base) < 0
+			  : selection_resolve(&bsel, argc - optind, argv + optind) < 0)
+			return 1;
 		ctx.before = true;
-		r = sample_source_run(base, nbase, &so, fg_sample, &ctx);
+		r = sample_source_run(&bsel, &so, fg_sample, &ctx);
 		if (r < 0)
 			return 1;
 		ret |= r;
 		ctx.before = false;
 	}
-	r = sample_source_run(argv + optind, argc - optind, &so, fg_sample, &ctx);
+	r = sample_source_run(&sel, &so, fg_sample, &ctx);
 	if (r < 0)
 		return 1;
 	ret |= r;

@@ -11,6 +11,7 @@
 #include "cmd-common.h"
 #include "commands.h"
 #include "log.h"
+#include "selection.h"
 #include "page-walk.h"
 #include "segment-meta.h"
 #include "segment.h"
@@ -610,16 +611,18 @@ static int info_one(const char *path, bool json)
 
 int cmd_info(int argc, char **argv)
 {
+	_cleanup_(selection_done) struct selection sel;
 	bool json;
-	int first, k, ret = 0;
+	int k, ret = 0;
 
-	k = cmd_segment_args(argc, argv, &json, &first);
+	selection_init(&sel);
+	k = cmd_segment_args(argc, argv, &json, &sel);
 	if (k != 0)
-		return k > 0 ? 0 : 2;
-	for (int i = first; i < argc; i++) {
-		if (!json && i > first)
+		return cmd_segment_args_status(k);
+	for (size_t i = 0; i < sel.nr_paths; i++) {
+		if (!json && i > 0)
 			printf("\n");
-		ret |= info_one(argv[i], json);
+		ret |= info_one(sel.paths[i], json);
 	}
 	return ret;
 }

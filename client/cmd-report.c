@@ -16,7 +16,9 @@
 #include "commands.h"
 #include "decode.h"
 #include "log.h"
+#include "selection.h"
 #include "util.h"
+#include "wallclock.h"
 
 /* Nanosecond clocks print as s.us, like trace-cmd; counter clocks as raw counts. */
 static bool clock_in_ns(const char *clock)
@@ -24,73 +26,18 @@ static bool clock_in_ns(const char *clock)
 	return !cmd_clock_is_counter(clock);
 }
 
-/* Log a decoder problem; 1 if decoding may go on, -1 if it must stop. */
-static int decode_problem(struct decoder *d, int r)
-{
-	if (r == -ENOMEM) {
-		log_errno(LOG_ERR, r, "cannot decode");
-		return -1;
-	}
-	log_err("%s", decoder_error(d) ?: strerror(-r));
-	return 1;
-}
-
 /* Say how many stack references did not resolve (they are marked in the output). */
-static void note_unresolved(const struct decoder *d)
+static void note_unresolved(const struct selection *sel)
 {
-	struct stacktab_stats st;
 	uint64_t bad = 0, all = 0;
 
-	decoder_get_stats(d, &st);
 	for (int k = 0; k < STACKTAB_KIND_MAX; k++) {
-		bad += st.unresolved[k];
-		all += st.unresolved[k] + st.resolved[k];
+		bad += sel->stats.unresolved[k];
+		all += sel->stats.unresolved[k] + sel->stats.resolved[k];
 	}
 	if (bad)
 		log_notice("%" PRIu64 " of %" PRIu64 " stack references could not be resolved",
 			   bad, all);
-}
-
-/*
- * Decode the segments paths[0..n) as one trace, in timestamp order, and
- * call fn for every event (ev borrowed for the call). A damaged or cut-short
- * segment is reported and decoding goes on after it; fn returning a
- * negative value stops it. Returns 0 when everything decoded, 1 when
- * something was damaged or fn failed, -1 when nothing could be decoded.
- */
-static int decode_all(char **paths, int n, const struct decoder_filter *filter,
-		      int (*fn)(struct decoded_event *ev, void *userdata), void *userdata)
-{
-	struct decoder *d = NULL;
-	struct decoded_event ev;
-	bool damaged = false;
-	int r;
-
-	r = decoder_open((const char *const *)paths, (size_t)n, &d);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot decode");
-		return -1;
-	}
-	if (filter)
-		(void)decoder_set_filter(d, filter);
-	for (;;) {
-		r = decoder_next(d, &ev);
-		if (r == 0)
-			break;
-		if (r < 0) {
-			damaged = true;
-			if (decode_problem(d, r) < 0)
-				break;
-			continue;
-		}
-		if (fn(&ev, userdata) < 0) {
-			damaged = true;
-			break;
-		}
-	}
-	note_unresolved(d);
-	decoder_free(d);
-	return damaged ? 1 : 0;
 }
 
 static void print_frame(struct trace_seq *s, const struct decoded_event *ev, uint16_t i)
@@ -222,7 +169,8 @@ static void print_known(struct trace_seq *s, const struct decoded_event *ev, boo
 				 ev->unresolved_reason);
 }
 
-static void print_event(struct trace_seq *s, const struct decoded_event *ev, bool ns)
+/* Format ev into s and, unless hold (the caller rewrites it), print it. */
+static void print_event(struct trace_seq *s, const struct decoded_event *ev, bool ns, bool hold)
 {
 	size_t len;
 
@@ -234,24 +182,49 @@ static void print_event(struct trace_seq *s, const struct decoded_event *ev, boo
 	trace_seq_terminate(s);
 	len = s->len;
 	if (len && s->buffer[len - 1] == '\n')
-		len--;
+		s->buffer[--len] = '\0';
+	if (hold)
+		return;
 	fwrite(s->buffer, 1, len, stdout);
 	fputc('\n', stdout);
 }
 
 static void report_usage(FILE *f)
 {
-	fprintf(f, "Usage: stackmapctl report [--cpu N] [--since T] [--until T] [--events] SEGMENT...\n"
-		   "  --cpu N    only events of CPU N (only its frames are read)\n"
-		   "  --since T  only events at or after T (trace clock, seconds as printed)\n"
-		   "  --until T  only events at or before T (frames outside are not read)\n"
-		   "  --events   only events, without their stacks\n");
+	fprintf(f, "Usage: stackmapctl report [OPTIONS] [SEGMENT|DIRECTORY...]\n"
+		   "  --events        only events, without their stacks\n"
+		   "  --wall          print wall-clock dates instead of trace-clock seconds\n"
+		   SELECTION_USAGE);
 }
 
 struct report_ctx {
 	struct trace_seq s;
+	struct selection *sel;
 	bool events_only;
+	bool wall;
 };
+
+static int report_group(struct selection *sel, size_t g, void *userdata)
+{
+	printf("# %s\n", selection_group_label(sel, g));
+	return 0;
+}
+
+/* --wall: the date replaces the trace-clock time after the CPU column. */
+static void print_wall(struct report_ctx *ctx, const struct decoded_event *ev)
+{
+	const char *line = ctx->s.buffer, *cpu_end = strstr(line, "]"), *colon;
+	char date[48];
+	uint64_t real;
+
+	colon = cpu_end ? strchr(cpu_end, ':') : NULL;
+	if (!colon || !selection_wall(ctx->sel, ev, &real)) {
+		printf("%s\n", line);	/* no CLOCK pairs: keep the trace clock */
+		return;
+	}
+	wallclock_format(real, date, sizeof(date));
+	printf("%.*s %s%s\n", (int)(cpu_end + 1 - line), line, date, colon);
+}
 
 static int report_event(struct decoded_event *ev, void *userdata)
 {
@@ -264,37 +237,39 @@ static int report_event(struct decoded_event *ev, void *userdata)
 		printf("CPU:%u [EVENTS DROPPED]\n", ev->cpu);
 	if (ctx->events_only && ev->is_stack)
 		return 0;
-	print_event(&ctx->s, ev, clock_in_ns(decoder_segment_meta(ev->seg, "clock")));
+	print_event(&ctx->s, ev, clock_in_ns(decoder_segment_meta(ev->seg, "clock")), ctx->wall);
+	if (ctx->wall)
+		print_wall(ctx, ev);
 	return 0;
 }
 
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "since", required_argument, NULL, 's' },
-		{ "until", required_argument, NULL, 'u' },
 		{ "events", no_argument, NULL, 'e' },
+		{ "wall", no_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
+		SELECTION_OPTIONS,
 		{}
 	};
-	struct decoder_filter filter = DECODER_FILTER_ALL;
-	struct report_ctx ctx = { 0 };
-	int c, r, idx;
+	_cleanup_(selection_done) struct selection sel;
+	struct report_ctx ctx = { .sel = &sel };
+	int c, r;
 
+	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, &idx)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+hc:", opts, NULL)) >= 0) {
+		r = selection_option(&sel, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
 		switch (c) {
-		case 'c':
-		case 's':
-		case 'u':
-			if (decoder_filter_parse(&filter, opts[idx].name, optarg) < 0) {
-				log_err("report: invalid --%s '%s'", opts[idx].name, optarg);
-				return 2;
-			}
-			break;
 		case 'e':
 			ctx.events_only = true;
+			break;
+		case 'w':
+			ctx.wall = true;
 			break;
 		case 'h':
 			report_usage(stdout);
@@ -304,17 +279,14 @@ int cmd_report(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		report_usage(stderr);
-		return 2;
-	}
+	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
+		return 1;
 
 	trace_seq_init(&ctx.s);
-	if (filter.since > filter.until) {
-		log_err("report: --since is after --until");
-		return 2;
-	}
-	r = decode_all(argv + optind, argc - optind, &filter, report_event, &ctx);
+	r = selection_decode(&sel, &(struct selection_run){ .event = report_event,
+							    .group = report_group,
+							    .userdata = &ctx });
+	note_unresolved(&sel);
 	trace_seq_destroy(&ctx.s);
 	stack_texts_free();
 	if (r < 0)
@@ -425,18 +397,6 @@ static int append_frame(struct buf *b, const struct decoded_event *ev, uint16_t 
 	return 0;
 }
 
-static bool event_matches(const struct tep_event *e, const char *filter)
-{
-	const char *colon = strchr(filter, ':');
-
-	if (!e)
-		return false;
-	if (!colon)
-		return streq(e->name, filter);
-	return strlen(e->system) == (size_t)(colon - filter) &&
-	       !strncmp(e->system, filter, (size_t)(colon - filter)) && streq(e->name, colon + 1);
-}
-
 static int fold_event(struct folds *f, struct buf *b, const struct decoded_event *ev)
 {
 	int r;
@@ -460,7 +420,6 @@ static int fold_event(struct folds *f, struct buf *b, const struct decoded_event
 struct folded_ctx {
 	struct folds f;
 	struct buf b;
-	const char *filter;		/* SYSTEM:NAME or NULL */
 };
 
 static int folded_event(struct decoded_event *ev, void *userdata)
@@ -468,7 +427,7 @@ static int folded_event(struct decoded_event *ev, void *userdata)
 	struct folded_ctx *ctx = userdata;
 	int r;
 
-	if (!ev->is_stack || (ctx->filter && !event_matches(ev->owner, ctx->filter)))
+	if (!ev->is_stack)
 		return 0;
 	r = fold_event(&ctx->f, &ctx->b, ev);
 	if (r < 0)
@@ -479,34 +438,37 @@ static int folded_event(struct decoded_event *ev, void *userdata)
 int cmd_folded(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "event", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
+		SELECTION_OPTIONS,
 		{}
 	};
-	const char *usage = "Usage: stackmapctl folded [--event SYSTEM:NAME] SEGMENT...\n";
+	const char *usage = "Usage: stackmapctl folded [OPTIONS] [SEGMENT|DIRECTORY...]\n"
+		SELECTION_USAGE;
+	_cleanup_(selection_done) struct selection sel;
 	struct folded_ctx ctx = {};
 	int c, r;
 
+	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
-		switch (c) {
-		case 'e':
-			ctx.filter = optarg;
-			break;
-		case 'h':
+	while ((c = getopt_long(argc, argv, "+hc:", opts, NULL)) >= 0) {
+		r = selection_option(&sel, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		if (c == 'h') {
 			printf("%s", usage);
 			return 0;
-		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
 		}
-	}
-	if (optind >= argc) {
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
+	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
+		return 1;
 
-	r = decode_all(argv + optind, argc - optind, NULL, folded_event, &ctx);
+	r = selection_decode(&sel, &(struct selection_run){ .event = folded_event,
+							    .userdata = &ctx });
+	note_unresolved(&sel);
 	buf_done(&ctx.b);
 	if (r < 0) {
 		folds_done(&ctx.f);

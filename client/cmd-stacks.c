@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "decode.h"
 #include "log.h"
+#include "selection.h"
 #include "segment.h"
 #include "stacktab.h"
 #include "util.h"
@@ -197,31 +198,34 @@ int cmd_stacks(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	_cleanup_(selection_done) struct selection sel;
 	bool json = false;
 	int c, ret = 0;
 
+	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+hc:", opts, NULL)) >= 0) {
 		switch (c) {
+		case 'c':
+			sel.config = optarg;
+			break;
 		case 'j':
 			json = true;
 			break;
 		case 'h':
-			printf("Usage: stackmapctl stacks [--json] SEGMENT...\n");
+			printf("Usage: stackmapctl stacks [--json] [-c CONFIG] [SEGMENT|DIRECTORY...]\n");
 			return 0;
 		default:
-			fprintf(stderr, "Usage: stackmapctl stacks [--json] SEGMENT...\n");
+			fprintf(stderr, "Usage: stackmapctl stacks [--json] [-c CONFIG] [SEGMENT|DIRECTORY...]\n");
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "Usage: stackmapctl stacks [--json] SEGMENT...\n");
-		return 2;
-	}
-	for (int i = optind; i < argc; i++) {
-		if (!json && i > optind)
+	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
+		return 1;
+	for (size_t i = 0; i < sel.nr_paths; i++) {
+		if (!json && i > 0)
 			printf("\n");
-		ret |= stacks_one(argv[i], json);
+		ret |= stacks_one(sel.paths[i], json);
 	}
 	if (fflush(stdout) != 0) {
 		log_errno(LOG_ERR, -errno, "cannot write the stacks");

@@ -9,6 +9,7 @@
 #include "cmd-common.h"
 #include "commands.h"
 #include "log.h"
+#include "selection.h"
 #include "segment.h"
 #include "util.h"
 
@@ -86,13 +87,16 @@ static int verify_one(const char *path, bool json)
 
 int cmd_verify(int argc, char **argv)
 {
+	_cleanup_(selection_done) struct selection sel;
 	bool json;
-	int first, k, ret = 0;
+	int k, ret = 0;
 
-	k = cmd_segment_args(argc, argv, &json, &first);
+	selection_init(&sel);
+	k = cmd_segment_args(argc, argv, &json, &sel);
 	if (k != 0)
-		return k > 0 ? 0 : 2;
-	for (int i = first; i < argc; i++)
-		ret |= verify_one(argv[i], json);
+		return cmd_segment_args_status(k);
+	for (size_t i = 0; i < sel.nr_paths; i++) {
+		ret |= verify_one(sel.paths[i], json);
+	}
 	return ret;
 }

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "progress.h"
 #include "sample-source.h"
+#include "selection.h"
 #include "util.h"
 
 #define MAX_FRAMES 512
@@ -30,22 +31,10 @@ struct source {
 	void *userdata;
 	struct pending *cpus;
 	size_t nr_cpus;
+	struct progress *bar;
 	struct sample_frame frames[MAX_FRAMES];
 	char text[MAX_FRAMES][128];	/* symbol names of TEXT stack entries */
 };
-
-static bool wanted(const struct source *src, const struct pending *p)
-{
-	const char *f = src->o->event, *colon;
-
-	if (!f)
-		return true;
-	colon = strchr(f, ':');
-	if (!colon)
-		return streq(p->name, f);
-	return strlen(p->system) == (size_t)(colon - f) && !strncmp(p->system, f, colon - f) &&
-	       streq(p->name, colon + 1);
-}
 
 /* Hand the pending event of a CPU on, with frames[0..nr) as its stack. */
 static int flush(struct source *src, struct pending *p, size_t nr)
@@ -55,8 +44,6 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 	if (!p->set)
 		return 0;
 	p->set = false;
-	if (!wanted(src, p))
-		return 0;
 	p->s.nr_frames = nr;
 	p->s.frames = nr ? src->frames : NULL;
 	r = src->fn(&p->s, src->userdata);
@@ -126,57 +113,41 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	return 0;
 }
 
-static size_t segment_index(char **paths, int n, const char *seg, size_t last)
+static int source_event(struct decoded_event *ev, void *userdata)
 {
-	for (size_t i = last; i < (size_t)n; i++)
-		if (streq(paths[i], seg))
-			return i;
-	return last;
+	struct source *src = userdata;
+	int r = on_event(src, ev);
+
+	if (r < 0 && r != -ECANCELED)
+		log_errno(LOG_ERR, r, "cannot read the events");
+	return r;
 }
 
-int sample_source_run(char **paths, int n, const struct sample_source_options *o,
+static void source_progress(size_t done, void *userdata)
+{
+	struct source *src = userdata;
+
+	progress_update(src->bar, done);
+}
+
+int sample_source_run(struct selection *sel, const struct sample_source_options *o,
 		      int (*fn)(const struct sample *s, void *userdata), void *userdata)
 {
 	struct source src = { .o = o, .fn = fn, .userdata = userdata };
-	struct decoder *d = NULL;
-	struct decoded_event ev;
 	struct progress bar;
-	bool damaged = false;
-	size_t seg = 0;
 	int r;
 
-	r = decoder_open((const char *const *)paths, (size_t)n, &d);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot decode");
-		return -1;
-	}
-	progress_init(&bar, STDERR_FILENO, o->progress_label ?: "", o->progress_label ? n : 0);
-	for (;;) {
-		r = decoder_next(d, &ev);
-		if (r == 0)
-			break;
-		if (r < 0) {
-			damaged = true;
-			log_err("%s", decoder_error(d) ?: strerror(-r));
-			if (r == -ENOMEM)
-				break;
-			continue;
-		}
-		seg = segment_index(paths, n, ev.segment, seg);
-		progress_update(&bar, seg);
-		r = on_event(&src, &ev);
-		if (r < 0) {
-			if (r != -ECANCELED)
-				log_errno(LOG_ERR, r, "cannot read the events");
-			damaged = true;
-			break;
-		}
-	}
-	for (size_t i = 0; !damaged && i < src.nr_cpus; i++)
+	progress_init(&bar, STDERR_FILENO, o->progress_label ?: "",
+		      o->progress_label ? sel->nr_paths : 0);
+	src.bar = &bar;
+	r = selection_decode(sel, &(struct selection_run){ .event = source_event,
+							   .progress = source_progress,
+							   .userdata = &src });
+	/* the last event of each CPU has no stack after it */
+	for (size_t i = 0; r >= 0 && i < src.nr_cpus; i++)
 		if (flush(&src, &src.cpus[i], 0) < 0)
-			damaged = true;
+			r = 1;
 	progress_done(&bar);
 	free(src.cpus);
-	decoder_free(d);
-	return damaged ? 1 : 0;
+	return r;
 }

@@ -9,19 +9,21 @@
 
 #include "sample.h"
 
+struct selection;
+
 struct sample_source_options {
-	const char *event;		/* only this event ("name" or "system:name"), NULL: all */
 	const char *progress_label;	/* draw a progress bar on a terminal stderr, NULL: none */
 };
 
 /*
- * Decode paths[0..n) (borrowed) as one trace and call fn for every event
- * as a sample (borrowed for the call). Damaged segments are logged and
+ * Decode what sel selects (client/selection.h, resolved) and call fn for
+ * every event that passes its filters as a sample (borrowed for the
+ * call). Damaged segments are logged and
  * skipped as by `report`; fn returning a negative errno stops. Returns 0
  * when everything decoded, 1 when something was damaged or fn failed,
  * -1 when nothing could be decoded.
  */
-int sample_source_run(char **paths, int n, const struct sample_source_options *o,
+int sample_source_run(struct selection *sel, const struct sample_source_options *o,
 		      int (*fn)(const struct sample *s, void *userdata), void *userdata);
 
 #endif

@@ -17,6 +17,7 @@
 #include "recorder.h"
 #include "tracing.h"
 #include "transcode.h"
+#include "wallclock.h"
 
 struct generations;
 
@@ -38,6 +39,19 @@ struct flush_op {
 	void *userdata;
 	void (*gens_cont)(struct generations *g);	/* for the generations' barriers */
 	struct generations *gens;
+};
+
+/* CLOCK samples (recorder-clock.c): markers written, waiting to be read back. */
+struct recorder_clock_pending {
+	uint64_t seq;			/* 0: free */
+	struct wallclock_pair pair;	/* trace filled in when the marker is read back */
+};
+
+struct recorder_clock {
+	uint64_t seq;
+	struct recorder_clock_pending pending[8];
+	uint64_t last_boot;		/* CLOCK_BOOTTIME of the last sample */
+	int64_t real_off, boot_off;	/* REALTIME - BOOTTIME, BOOTTIME - MONOTONIC then */
 };
 
 struct recorder {
@@ -81,6 +95,7 @@ struct recorder {
 	const char *unhealthy;			/* why not every CPU is recorded; NULL: healthy */
 	unsigned cpus_offline;
 	uint64_t cpus_added;			/* readers added for CPUs that came online */
+	struct recorder_clock clock;
 };
 
 /* Whether the config says flight recorder. */
@@ -107,6 +122,15 @@ int recorder_on_health_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* Finish the current segment now (no flush). Returns 0 or -errno; logs. */
 int recorder_rotate_now(struct recorder *rec, const char *why, char **ret_path);
+
+/* recorder-clock.c: write a clock marker now (at segment start). */
+void recorder_clock_sample(struct recorder *rec);
+
+/* Periodic: sample when a minute passed or the clocks jumped against each other. */
+void recorder_clock_tick(struct recorder *rec);
+
+/* A marker read back: if it is a clock marker, append its CLOCK record; true if it was. */
+bool recorder_clock_marker(struct recorder *rec, const struct page_marker *m);
 
 /* recorder-segment.c: the archive's hooks (userdata: the recorder). */
 extern const struct archive_hooks recorder_archive_hooks;

@@ -104,6 +104,8 @@ static int segment_begin(void *userdata, struct archive_segment *seg)
 	r = write_meta(rec, seg);
 	if (r < 0)
 		return r;
+	/* read back into this segment, it pairs its first events with the wall clock */
+	recorder_clock_sample(rec);
 	if (rec->gens)
 		generations_segment_begin(rec->gens, seg);
 	if (rec->cfg->text) {

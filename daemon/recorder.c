@@ -136,21 +136,27 @@ static void process_ops(struct recorder *rec)
 	}
 }
 
+/* Hand the markers the readers have read back to their owners. */
+static void take_markers(struct recorder *rec)
+{
+	for (unsigned i = 0; i < rec->nr_readers; i++) {
+		struct page_marker m[16];
+		size_t n;
+
+		while ((n = cpu_reader_take_markers(rec->readers[i], m, ARRAY_SIZE(m))) > 0)
+			for (size_t k = 0; k < n; k++)
+				if (!recorder_clock_marker(rec, &m[k]) && rec->gens)
+					generations_marker(rec->gens, &m[k]);
+	}
+}
+
 static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct recorder *rec = userdata;
 	uint64_t v;
 
 	(void)!read(fd, &v, sizeof(v));
-	for (unsigned i = 0; i < rec->nr_readers; i++) {
-		struct page_marker m[16];
-
-		size_t n;
-
-		while ((n = cpu_reader_take_markers(rec->readers[i], m, ARRAY_SIZE(m))) > 0)
-			for (size_t k = 0; k < n && rec->gens; k++)
-				generations_marker(rec->gens, &m[k]);
-	}
+	take_markers(rec);
 	process_ops(rec);
 	return 0;
 }
@@ -221,6 +227,7 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	/* bound what a power cut can lose: partial pages go to the archive too */
 	if (rec->state == RECORDER_RECORDING && !recorder_flight(rec)) {
 		(void)recorder_flush_all(rec, NULL, flushed_periodic, NULL, NULL);
+		recorder_clock_tick(rec);
 		if (rec->gens)
 			generations_tick(rec->gens);
 	}
@@ -567,11 +574,15 @@ void recorder_stop(struct recorder *rec)
 	 * Stop the producers first, or the final flush races new events and
 	 * leaves a tail in the buffer; with keep_tracing, the next start drains it.
 	 */
+	/* the last segment's closing CLOCK pair: its marker is in the final flush */
+	if (archive_is_open(rec->archive))
+		recorder_clock_sample(rec);
 	if (!rec->cfg->keep_tracing)
 		(void)tracing_stop(rec->tracing);
 	/* readers flush what the buffer holds, hand over their last frame and exit */
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		cpu_reader_stop(rec->readers[i]);
+	take_markers(rec);
 	while (rec->ops) {
 		struct flush_op *op = rec->ops;
 

@@ -62,6 +62,23 @@ const char *decoder_segment_meta(const struct decoder_segment *s, const char *ke
 	return segment_meta_get(&s->meta, key);
 }
 
+int decoder_segment_file(const struct decoder_segment *s, size_t i, const char **ret_name,
+			 const char **ret_data, size_t *ret_len)
+{
+	if (i >= s->nr_files)
+		return -ENOENT;
+	*ret_name = s->files[i].name;
+	*ret_data = s->files[i].data;
+	*ret_len = s->files[i].len;
+	return 0;
+}
+
+const struct wallclock_pair *decoder_segment_clocks(const struct decoder_segment *s, size_t *ret_n)
+{
+	*ret_n = s->nr_clocks;
+	return s->clocks;
+}
+
 struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 {
 	if (!s)
@@ -69,6 +86,12 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 	for (size_t i = 0; i < s->nr_cpus; i++)
 		free(s->cpus[i].refs);
 	free(s->cpus);
+	for (size_t i = 0; i < s->nr_files; i++) {
+		free(s->files[i].name);
+		free(s->files[i].data);
+	}
+	free(s->files);
+	free(s->clocks);
 	segment_reader_free(s->rd);
 	segment_meta_done(&s->meta);
 	for (size_t i = 0; i < s->nr_errors; i++)
@@ -215,6 +238,29 @@ out:
 	return 0;
 }
 
+/* Keep a copy of a FILE record for exporters (decoder_segment_file()). */
+static int keep_file(struct decoder_segment *s, const char *name, const char *content, size_t len)
+{
+	struct decoder_file *f = reallocarray(s->files, s->nr_files + 1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	s->files = f;
+	f = &f[s->nr_files];
+	f->name = strdup(name);
+	f->data = malloc(len + 1);
+	if (!f->name || !f->data) {
+		free(f->name);
+		free(f->data);
+		return -ENOMEM;
+	}
+	memcpy(f->data, content, len);
+	f->data[len] = '\0';
+	f->len = len;
+	s->nr_files++;
+	return 0;
+}
+
 static int load_file(struct decoder_segment *s, const struct segment_record *rec)
 {
 	const char *name = (const char *)rec->data;
@@ -228,6 +274,8 @@ static int load_file(struct decoder_segment *s, const struct segment_record *rec
 	}
 	content = (const char *)nul + 1;
 	len = rec->len - (size_t)(nul + 1 - rec->data);
+	if (keep_file(s, name, content, len) < 0)
+		return -ENOMEM;
 
 	/* "events/header_page" is the tracefs path; accept it as well as the documented name. */
 	if (streq(name, "header_page") || streq(name, "events/header_page") ||
@@ -356,6 +404,14 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 		ref.boundary = true;
 		ref.generation = g.generation;
 		break;
+	case SEGMENT_REC_CLOCK:
+		r = wallclock_pairs_decode(rec->data, rec->len, &s->clocks, &s->nr_clocks);
+		if (r == -EBADMSG)
+			decoder_segment_add_error(s, "'%s': malformed CLOCK record at offset %" PRIu64,
+						  s->path, rec->offset);
+		if (r > 0)
+			s->nr_clocks = wallclock_pairs_sort(s->clocks, s->nr_clocks);
+		return r == -ENOMEM ? r : 0;
 	case SEGMENT_REC_PAGES:
 		if (!frame_wanted(idx, seek, rec->offset, f))
 			return 0;

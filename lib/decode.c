@@ -148,51 +148,6 @@ uint64_t decoder_frames_read(const struct decoder *d)
 	return n;
 }
 
-int decoder_parse_time(const char *s, uint64_t *ret_ns)
-{
-	uint64_t sec = 0, ns = 0, scale = 100000000;
-	const char *p = s;
-
-	if (!s || !*s)
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (sec > (UINT64_MAX / 1000000000 - 9) / 10)
-			return -EINVAL;
-		sec = sec * 10 + (uint64_t)(*p - '0');
-	}
-	if (p == s && *p != '.')
-		return -EINVAL;
-	if (*p == '.') {
-		if (!p[1] || p[1] < '0' || p[1] > '9')
-			return -EINVAL;
-		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
-			ns += (uint64_t)(*p - '0') * scale;	/* digits past ns are dropped */
-	}
-	if (*p)
-		return -EINVAL;
-	*ret_ns = sec * 1000000000 + ns;
-	return 0;
-}
-
-int decoder_filter_parse(struct decoder_filter *f, const char *name, const char *value)
-{
-	char *end;
-	long cpu;
-
-	if (streq(name, "since"))
-		return decoder_parse_time(value, &f->since);
-	if (streq(name, "until"))
-		return decoder_parse_time(value, &f->until);
-	if (!streq(name, "cpu"))
-		return -ENOENT;
-	errno = 0;
-	cpu = strtol(value, &end, 10);
-	if (errno || end == value || *end || cpu < 0 || cpu >= STACKTAB_MAX_CPUS)
-		return -EINVAL;
-	f->cpu = (int)cpu;
-	return 0;
-}
-
 void decoder_set_lookahead_limit(struct decoder *d, size_t bytes)
 {
 	d->lookahead = MIN(bytes, DEFAULT_LOOKAHEAD);

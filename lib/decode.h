@@ -22,6 +22,7 @@ struct tep_handle;
 struct tep_event;
 struct tep_record;
 struct decoder_segment;
+struct wallclock_pair;
 
 /* Which kind of stack entry an event is. */
 enum decoded_stack {
@@ -84,18 +85,6 @@ struct decoder_filter {
 };
 #define DECODER_FILTER_ALL ((struct decoder_filter){ .cpu = -1, .since = 0, .until = UINT64_MAX })
 
-/*
- * Parse a trace-clock time in seconds ("1234.5678", as report prints
- * them) into ns. Returns 0 or -EINVAL.
- */
-int decoder_parse_time(const char *s, uint64_t *ret_ns);
-
-/*
- * Parse one filter option into f: name "cpu" (a CPU number), "since" or
- * "until" (decoder_parse_time()). Returns 0, -EINVAL for a bad value,
- * -ENOENT for another name. For command lines: --cpu N --since T --until T.
- */
-int decoder_filter_parse(struct decoder_filter *f, const char *name, const char *value);
 
 /*
  * Prepare decoding of n segment files (paths borrowed; they must stay valid
@@ -184,6 +173,22 @@ struct tep_handle *decoder_segment_tep(const struct decoder_segment *s);
 
 /* Value of a META key, or NULL. Borrowed. */
 const char *decoder_segment_meta(const struct decoder_segment *s, const char *key);
+
+/*
+ * The i-th FILE record of the segment (from 0), as stored: its name
+ * ("header_page", "events/SYSTEM/EVENT/format", "kallsyms", ...) and
+ * content (NUL-terminated, len bytes without the NUL). Borrowed. Returns 0
+ * or -ENOENT after the last one.
+ */
+int decoder_segment_file(const struct decoder_segment *s, size_t i, const char **ret_name,
+			 const char **ret_data, size_t *ret_len);
+
+/*
+ * The segment's CLOCK pairs (lib/wallclock.h), sorted by trace clock;
+ * *ret_n = 0 for a segment without any. Borrowed.
+ */
+const struct wallclock_pair *decoder_segment_clocks(const struct decoder_segment *s,
+						    size_t *ret_n);
 
 /*
  * Symbolize a kernel address with the segment's kallsyms: with_offset

@@ -33,6 +33,7 @@ const char *segment_rec_type_name(unsigned int type)
 		[SEGMENT_REC_STATS] = "STATS",
 		[SEGMENT_REC_NOTE] = "NOTE",
 		[SEGMENT_REC_INDEX] = "INDEX",
+		[SEGMENT_REC_CLOCK] = "CLOCK",
 	};
 
 	return type < SEGMENT_REC_MAX ? names[type] : NULL;

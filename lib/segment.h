@@ -38,6 +38,7 @@ enum segment_rec_type {
 	SEGMENT_REC_STATS = 6,
 	SEGMENT_REC_NOTE = 7,
 	SEGMENT_REC_INDEX = 8,
+	SEGMENT_REC_CLOCK = 9,
 	SEGMENT_REC_MAX
 };
 

@@ -131,6 +131,20 @@ int tracedat_new(const struct tracedat_info *info, struct tracedat **ret)
 	return 0;
 }
 
+int tracedat_set_text(struct tracedat *t, enum tracedat_text which, const char *text)
+{
+	char **slot[TRACEDAT_TEXT_MAX] = { &t->kallsyms, &t->printk, &t->cmdlines };
+	char *copy = NULL;
+
+	if ((unsigned int)which >= TRACEDAT_TEXT_MAX)
+		return -EINVAL;
+	if (dup_opt(text, &copy) < 0)
+		return -ENOMEM;
+	free(*slot[which]);
+	*slot[which] = copy;
+	return 0;
+}
+
 static int format_id(const char *text)
 {
 	const char *p = strstr(text, "\nID: ");

@@ -43,6 +43,20 @@ int tracedat_new(const struct tracedat_info *info, struct tracedat **ret);
 struct tracedat *tracedat_free(struct tracedat *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct tracedat *, tracedat_free);
 
+enum tracedat_text {
+	TRACEDAT_KALLSYMS,
+	TRACEDAT_PRINTK_FORMATS,
+	TRACEDAT_CMDLINES,
+	TRACEDAT_TEXT_MAX
+};
+
+/*
+ * Replace one of the texts given in tracedat_info (text copied; NULL:
+ * none), for writers that learn them while adding events. Returns 0,
+ * -EINVAL or -ENOMEM.
+ */
+int tracedat_set_text(struct tracedat *t, enum tracedat_text which, const char *text);
+
 /*
  * Add an event format file (text borrowed, copied) of system ("ftrace" for
  * ftrace's own events such as kernel_stack). Without a kernel_stack

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		free(text);
 		return 0;
 	}
-	if (config_load_string(&c, "fuzz.conf", text, NULL, &err) >= 0) {
+	if (config_load_string(&c, "fuzz.conf", text, &err) >= 0) {
 		free(err);
 		err = NULL;
 		if (config_check(&c, &err) >= 0 && config_boot_cmdline(&c, &cmdline) >= 0)

@@ -108,8 +108,14 @@ heads "$tmp/cut.txt" > "$tmp/cut.heads"
 extra=$(comm -23 <(sort "$tmp/cut.heads") <(heads "$tmp/sm.txt" | sort) | head -3)
 [ -z "$extra" ] || fail "the cut segment printed events the whole one does not have: $extra"
 
-"$STACKMAPCTL" report > /dev/null 2>&1
-[ $? = 2 ] || fail "report without a segment does not exit 2"
+# without a segment, report reads the configured archive
+"$STACKMAPCTL" report --no-such-option > /dev/null 2>&1
+[ $? = 2 ] || fail "report with an unknown option does not exit 2"
+"$STACKMAPCTL" report -c "$tmp/no-such.conf" > /dev/null 2>&1
+[ $? = 1 ] || fail "report of a missing configuration does not exit 1"
+printf '[archive]\ndirectory = %s\n' "$tmp/plain" > "$tmp/plain.conf"
+"$STACKMAPCTL" report -c "$tmp/plain.conf" > "$tmp/conf.txt" || fail "report of the configured archive failed"
+cmp -s "$tmp/conf.txt" "$tmp/sm.txt" || fail "the configured archive reads differently from its segment"
 "$STACKMAPCTL" report --cpu x "$plain" > /dev/null 2>&1
 [ $? = 2 ] || fail "report --cpu x does not exit 2"
 exit 0

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What an offline command reads (selection.h): expanding archive
+ * directories and the configured archive into segment paths, grouping
+ * them by recording, the shared filters, and the decoding loop over the
+ * groups. Wall-clock windows become trace-clock windows per segment with
+ * lib/wallclock.h and the CLOCK pairs of the segments of the same boot.
+ */
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <event-parse.h>
+
+#include "config.h"
+#include "decode.h"
+#include "log.h"
+#include "segment-meta.h"
+#include "segment.h"
+#include "selection.h"
+#include "util.h"
+
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+
+/* What each path's META says, for grouping and labels. */
+struct seg_info {
+	char *host, *boot, *recording, *clock;
+	uint64_t opened_usec;
+	uint64_t mtime_usec;
+};
+
+static void closedirp(DIR **d)
+{
+	if (*d)
+		(void)closedir(*d);
+}
+
+struct selection_state {
+	struct seg_info *info;		/* per path */
+	bool *cpu_wanted;		/* per CPU: the last event passed */
+	size_t nr_cpus;
+	/* trace-clock window of the segment being read */
+	const struct decoder_segment *seg;
+	uint64_t lo, hi;
+	/* CLOCK pairs pooled over the segments of the group read so far */
+	struct wallclock_pair *pairs;
+	size_t nr_pairs;
+	const struct decoder_segment *pooled_last;
+	bool warned_no_clock;
+};
+
+void selection_init(struct selection *s)
+{
+	struct timespec ts;
+
+	*s = (struct selection){ .pid = -1 };
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	s->now = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+void selection_done(struct selection *s)
+{
+	for (size_t i = 0; i < s->nr_paths; i++) {
+		free(s->paths[i]);
+		if (s->state) {
+			free(s->state->info[i].host);
+			free(s->state->info[i].boot);
+			free(s->state->info[i].recording);
+			free(s->state->info[i].clock);
+		}
+	}
+	if (s->state) {
+		free(s->state->info);
+		free(s->state->cpu_wanted);
+		free(s->state->pairs);
+		free(s->state);
+	}
+	free(s->paths);
+	free(s->group_start);
+	free(s->cpus);
+	*s = (struct selection){ .pid = -1 };
+}
+
+static int parse_cpus(struct selection *s, const char *arg)
+{
+	const char *p = arg;
+
+	if (!s->cpus) {
+		s->cpus = calloc(STACKTAB_MAX_CPUS, sizeof(bool));
+		if (!s->cpus)
+			return -ENOMEM;
+	}
+	while (*p) {
+		char *e;
+		unsigned long a, b;
+
+		errno = 0;
+		a = strtoul(p, &e, 10);
+		b = a;
+		if (e != p && *e == '-') {
+			p = e + 1;
+			b = strtoul(p, &e, 10);
+		}
+		if (errno || e == p || a > b || b >= STACKTAB_MAX_CPUS || (*e && *e != ','))
+			return -EINVAL;
+		for (unsigned long c = a; c <= b; c++)
+			s->cpus[c] = true;
+		p = *e ? e + 1 : e;
+	}
+	return 0;
+}
+
+int selection_option(struct selection *s, int c, const char *arg)
+{
+	struct wallclock_time *t;
+	char *e;
+
+	switch (c) {
+	case SELECTION_OPT_SINCE:
+	case SELECTION_OPT_UNTIL:
+		t = c == SELECTION_OPT_SINCE ? &s->since : &s->until;
+		if (wallclock_parse(arg, s->now, t) < 0) {
+			log_err("invalid time '%s' (2026-12-01 03:12, 03:12, -10min, "
+				"2026-12-01T03:12:00+01:00 or trace-clock seconds)", arg);
+			return -1;
+		}
+		return 1;
+	case SELECTION_OPT_CPU:
+		if (parse_cpus(s, arg) < 0) {
+			log_err("invalid CPU list '%s'", arg);
+			return -1;
+		}
+		return 1;
+	case SELECTION_OPT_PID:
+		errno = 0;
+		s->pid = strtol(arg, &e, 10);
+		if (errno || *e || !*arg || s->pid < 0) {
+			log_err("invalid pid '%s'", arg);
+			return -1;
+		}
+		return 1;
+	case SELECTION_OPT_COMM:
+		s->comm = arg;
+		return 1;
+	case SELECTION_OPT_EVENT:
+		s->event = arg;
+		return 1;
+	case 'c':
+	case SELECTION_OPT_CONFIG:
+		s->config = arg;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+bool selection_filtering(const struct selection *s)
+{
+	return s->since.set || s->until.set || s->cpus || s->pid >= 0 || s->comm || s->event;
+}
+
+/* ---- paths ---- */
+
+static int add_path(struct selection *s, const char *path)
+{
+	char **p = reallocarray(s->paths, s->nr_paths + 1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	s->paths = p;
+	p[s->nr_paths] = strdup(path);
+	if (!p[s->nr_paths])
+		return -ENOMEM;
+	s->nr_paths++;
+	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every segment of dir, finished and unfinished, in name (recording) order. */
+static int add_directory(struct selection *s, const char *dir)
+{
+	_cleanup_(closedirp) DIR *d = opendir(dir);
+	size_t first = s->nr_paths;
+	struct dirent *de;
+	int r;
+
+	if (!d)
+		return log_errno(LOG_ERR, -errno, "cannot open '%s'", dir);
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+
+		if (!segment_name_is_finished(de->d_name) && !segment_name_is_part(de->d_name))
+			continue;
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+			return log_errno(LOG_ERR, -ENOMEM, "cannot list '%s'", dir);
+		r = add_path(s, path);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot list '%s'", dir);
+	}
+	if (s->nr_paths == first) {
+		log_err("'%s': no segments in this directory", dir);
+		return -ENOENT;
+	}
+	/* names start with the sequence number: name order is recording order */
+	qsort(s->paths + first, s->nr_paths - first, sizeof(*s->paths), name_cmp);
+	return 0;
+}
+
+static int configured_archive(struct selection *s, char **ret)
+{
+	const char *path = s->config ?: SYSCONFDIR "/stackmapd.conf";
+	_cleanup_free_ char *error = NULL;
+	struct config c;
+	int r;
+
+	r = config_init(&c);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot set up the configuration");
+	r = config_load(&c, path, &error);
+	if (r == -ENOENT && !s->config) {
+		/* no config file: the daemon records into the default directory */
+		config_done(&c);
+		r = config_init(&c);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot set up the configuration");
+	} else if (r < 0) {
+		if (error)
+			log_err("%s", error);
+		else
+			log_errno(LOG_ERR, r, "cannot read '%s'", path);
+		config_done(&c);
+		return r;
+	}
+	*ret = c.directory ? strdup(c.directory) : NULL;
+	config_done(&c);
+	return *ret ? 0 : log_errno(LOG_ERR, -ENOMEM, "cannot read '%s'", path);
+}
+
+static void read_info(const char *path, struct seg_info *ret)
+{
+	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
+	struct segment_meta m = {};
+	struct segment_record rec;
+	struct stat st;
+
+	if (stat(path, &st) == 0)
+		ret->mtime_usec = (uint64_t)st.st_mtim.tv_sec * USEC_PER_SEC +
+				  (uint64_t)st.st_mtim.tv_nsec / NSEC_PER_USEC;
+	if (segment_reader_open(path, &rd) < 0 || segment_reader_next(rd, &rec) != 1 ||
+	    rec.type != SEGMENT_REC_META || segment_meta_parse(&m, rec.data, rec.len) < 0)
+		return;
+	ret->host = strdup(segment_meta_get(&m, "hostname") ?: "");
+	ret->boot = strdup(segment_meta_get(&m, "boot_id") ?: "");
+	ret->recording = strdup(segment_meta_get(&m, "recording_id") ?: "");
+	ret->clock = strdup(segment_meta_get(&m, "clock") ?: "");
+	(void)segment_meta_u64(&m, "opened_usec", &ret->opened_usec);
+	segment_meta_done(&m);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return streq(a ?: "", b ?: "");
+}
+
+/*
+ * A wall-clock window skips segments that surely lie outside it: a
+ * segment spans from its opening (META) to its last write (mtime), give
+ * or take a minute for clock pairs.
+ */
+static bool outside_window(const struct selection *s, const struct seg_info *i)
+{
+	const uint64_t margin = 60 * USEC_PER_SEC;
+
+	if (!i->opened_usec || !i->mtime_usec)
+		return false;
+	if (s->since.set && !s->since.trace && i->mtime_usec + margin < s->since.ns / 1000)
+		return true;
+	if (s->until.set && !s->until.trace && i->opened_usec > s->until.ns / 1000 + margin)
+		return true;
+	return false;
+}
+
+static int group_paths(struct selection *s)
+{
+	struct selection_state *st = s->state;
+	size_t k = 0;
+
+	st->info = calloc(s->nr_paths, sizeof(*st->info));
+	s->group_start = calloc(s->nr_paths + 1, sizeof(*s->group_start));
+	if (!st->info || !s->group_start)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nr_paths; i++) {
+		read_info(s->paths[i], &st->info[i]);
+		if (outside_window(s, &st->info[i])) {
+			free(st->info[i].host);
+			free(st->info[i].boot);
+			free(st->info[i].recording);
+			free(st->info[i].clock);
+			st->info[i] = (struct seg_info){};
+			free(s->paths[i]);
+			continue;
+		}
+		st->info[k] = st->info[i];
+		s->paths[k] = s->paths[i];
+		if (!k || !same_str(st->info[k].boot, st->info[k - 1].boot) ||
+		    !same_str(st->info[k].recording, st->info[k - 1].recording))
+			s->group_start[s->nr_groups++] = k;
+		k++;
+	}
+	s->nr_paths = k;
+	s->group_start[s->nr_groups] = k;
+	return 0;
+}
+
+int selection_resolve(struct selection *s, int argc, char **argv)
+{
+	_cleanup_free_ char *archive = NULL;
+	int r = 0;
+
+	if (argc == 0) {
+		r = configured_archive(s, &archive);
+		if (r < 0)
+			return r;
+		r = add_directory(s, archive);
+	}
+	for (int i = 0; r >= 0 && i < argc; i++) {
+		struct stat st;
+
+		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
+			r = add_directory(s, argv[i]);
+		else
+			r = add_path(s, argv[i]);	/* decoding reports what is wrong with it */
+		if (r == -ENOMEM)
+			log_errno(LOG_ERR, r, "cannot list the segments");
+	}
+	if (r < 0)
+		return r;
+	s->state = calloc(1, sizeof(*s->state));
+	if (!s->state)
+		return log_errno(LOG_ERR, -ENOMEM, "cannot list the segments");
+	r = group_paths(s);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot list the segments");
+	if (!s->nr_paths) {
+		log_err("no segment overlaps the time window");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+const char *selection_group_label(const struct selection *s, size_t g)
+{
+	static char label[256];
+	const struct seg_info *i = &s->state->info[s->group_start[g]];
+
+	(void)snprintf(label, sizeof(label), "host %s boot %s recording %s",
+		       i->host && *i->host ? i->host : "?", i->boot && *i->boot ? i->boot : "?",
+		       i->recording && *i->recording ? i->recording : "?");
+	return label;
+}
+
+/* ---- filtering ---- */
+
+/* Add the CLOCK pairs of ev's segment to the group's pool, once per segment. */
+static void pool_pairs(struct selection_state *st, const struct decoded_event *ev)
+{
+	const struct wallclock_pair *p;
+	struct wallclock_pair *a;
+	size_t n;
+
+	if (ev->seg == st->pooled_last)
+		return;
+	st->pooled_last = ev->seg;
+	p = decoder_segment_clocks(ev->seg, &n);
+	if (!n)
+		return;
+	a = reallocarray(st->pairs, st->nr_pairs + n, sizeof(*a));
+	if (!a)
+		return;		/* dates fall back to fewer pairs */
+	memcpy(a + st->nr_pairs, p, n * sizeof(*p));
+	st->pairs = a;
+	st->nr_pairs = wallclock_pairs_sort(a, st->nr_pairs + n);
+}
+
+static uint64_t window_bound(struct selection *s, const struct wallclock_time *t, uint64_t none)
+{
+	struct selection_state *st = s->state;
+
+	if (!t->set)
+		return none;
+	if (t->trace)
+		return t->ns;
+	return wallclock_to_trace(st->pairs, st->nr_pairs, t->ns);
+}
+
+/* The trace-clock window for ev's segment; false if the segment cannot be placed. */
+static bool in_window(struct selection *s, const struct decoded_event *ev)
+{
+	struct selection_state *st = s->state;
+
+	if (!s->since.set && !s->until.set)
+		return true;
+	pool_pairs(st, ev);
+	if (ev->seg != st->seg) {
+		bool wall = (s->since.set && !s->since.trace) || (s->until.set && !s->until.trace);
+
+		st->seg = ev->seg;
+		if (wall && !st->nr_pairs) {
+			if (!st->warned_no_clock)
+				log_warn("'%s' has no CLOCK record (written by an older stackmapd): "
+					 "its events cannot be placed in wall-clock time and are left out",
+					 ev->segment);
+			st->warned_no_clock = true;
+			st->lo = 1;
+			st->hi = 0;
+		} else {
+			st->lo = window_bound(s, &s->since, 0);
+			st->hi = window_bound(s, &s->until, UINT64_MAX);
+		}
+	}
+	return ev->ts >= st->lo && ev->ts <= st->hi;
+}
+
+static bool event_matches(const struct tep_event *e, const char *filter)
+{
+	const char *colon = strchr(filter, ':');
+
+	if (!e)
+		return false;
+	if (!colon)
+		return streq(e->name, filter);
+	return strlen(e->system) == (size_t)(colon - filter) &&
+	       !strncmp(e->system, filter, (size_t)(colon - filter)) && streq(e->name, colon + 1);
+}
+
+static bool passes(struct selection *s, const struct decoded_event *ev)
+{
+	int pid;
+
+	if (s->cpus && (ev->cpu >= STACKTAB_MAX_CPUS || !s->cpus[ev->cpu]))
+		return false;
+	if (s->event && !event_matches(ev->event, s->event))
+		return false;
+	if (s->pid >= 0 || s->comm) {
+		pid = tep_data_pid(ev->tep, ev->record);
+		if (s->pid >= 0 && pid != s->pid)
+			return false;
+		if (s->comm && !streq(tep_data_comm_from_pid(ev->tep, pid) ?: "", s->comm))
+			return false;
+	}
+	return in_window(s, ev);
+}
+
+bool selection_wanted(struct selection *s, const struct decoded_event *ev)
+{
+	struct selection_state *st = s->state;
+	bool w;
+
+	if (ev->cpu >= st->nr_cpus) {
+		size_t n = MAX((size_t)ev->cpu + 1, st->nr_cpus * 2);
+		bool *a = reallocarray(st->cpu_wanted, n, sizeof(*a));
+
+		if (!a)
+			return false;
+		memset(a + st->nr_cpus, 0, (n - st->nr_cpus) * sizeof(*a));
+		st->cpu_wanted = a;
+		st->nr_cpus = n;
+	}
+	/* without filters, also a stack whose event was not seen (lost, or before the data) */
+	if (ev->is_stack)
+		return st->cpu_wanted[ev->cpu] || !selection_filtering(s);
+	w = passes(s, ev);
+	st->cpu_wanted[ev->cpu] = w;
+	return w;
+}
+
+bool selection_wall(struct selection *s, const struct decoded_event *ev, uint64_t *ret)
+{
+	struct selection_state *st = s->state;
+
+	pool_pairs(st, ev);
+	if (!st->nr_pairs)
+		return false;
+	*ret = wallclock_to_realtime(st->pairs, st->nr_pairs, ev->ts);
+	return true;
+}
+
+/* ---- decoding ---- */
+
+static size_t path_index(const struct selection *s, size_t from, size_t to, const char *path,
+			 size_t last)
+{
+	if (last >= from && last < to && streq(s->paths[last], path))
+		return last;
+	for (size_t i = from; i < to; i++)
+		if (streq(s->paths[i], path))
+			return i;
+	return last;
+}
+
+/*
+ * What the decoder itself can leave unread, by each segment's seek table:
+ * a trace-clock window, and the CPU when only one is asked for. A window
+ * in wall-clock time maps to the trace clock per segment, so it is
+ * applied event by event (in_window()) once segments outside it are
+ * skipped whole.
+ */
+static struct decoder_filter seek_filter(const struct selection *s)
+{
+	struct decoder_filter f = DECODER_FILTER_ALL;
+	int only = -1, n = 0;
+
+	if (s->since.set && s->since.trace)
+		f.since = s->since.ns;
+	if (s->until.set && s->until.trace)
+		f.until = s->until.ns;
+	for (int c = 0; s->cpus && c < STACKTAB_MAX_CPUS && n < 2; c++)
+		if (s->cpus[c]) {
+			only = c;
+			n++;
+		}
+	if (n == 1)
+		f.cpu = only;
+	return f;
+}
+
+/* Decode group g. Returns 0, 1 (damaged), 2 (stopped: fn failed or no memory), -1 (cannot start). */
+static int decode_group(struct selection *s, size_t g, const struct selection_run *run)
+{
+	size_t from = s->group_start[g], to = s->group_start[g + 1], idx = from;
+	struct selection_state *st = s->state;
+	struct decoder *d = NULL;
+	struct stacktab_stats stats;
+	struct decoded_event ev;
+	bool damaged = false;
+	int r, ret = 0;
+
+	r = decoder_open((const char *const *)s->paths + from, to - from, &d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot decode");
+		return -1;
+	}
+		{
+		struct decoder_filter f = seek_filter(s);
+
+		if (f.since <= f.until)
+			(void)decoder_set_filter(d, &f);
+	}
+	st->nr_pairs = 0;
+	st->seg = st->pooled_last = NULL;
+	if (st->cpu_wanted)
+		memset(st->cpu_wanted, 0, st->nr_cpus * sizeof(*st->cpu_wanted));
+	if (s->nr_groups > 1 && run->group && run->group(s, g, run->userdata) < 0)
+		ret = 2;
+	while (ret == 0) {
+		r = decoder_next(d, &ev);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			const char *msg = decoder_error(d) ?: strerror(-r);
+
+			st->seg = NULL;
+			if (s->quiet_unfinished && r != -ENOMEM && strstr(msg, SEGMENT_PART_SUFFIX))
+				continue;
+			damaged = true;
+			log_err("%s", msg);
+			if (r == -ENOMEM)
+				ret = 2;
+			continue;
+		}
+		if (run->progress) {
+			idx = path_index(s, from, to, ev.segment, idx);
+			run->progress(idx, run->userdata);
+		}
+		if (selection_wanted(s, &ev) && run->event(&ev, run->userdata) < 0)
+			ret = 2;
+	}
+	decoder_get_stats(d, &stats);
+	for (int k = 0; k < STACKTAB_KIND_MAX; k++) {
+		s->stats.resolved[k] += stats.resolved[k];
+		s->stats.unresolved[k] += stats.unresolved[k];
+	}
+	decoder_free(d);
+	return ret ?: damaged ? 1 : 0;
+}
+
+int selection_decode(struct selection *s, const struct selection_run *run)
+{
+	int ret = 0;
+
+	for (size_t g = 0; g < s->nr_groups; g++) {
+		int r = decode_group(s, g, run);
+
+		if (r < 0 && s->nr_groups == 1)
+			return -1;
+		if (r != 0)
+			ret = 1;
+		if (r == 2)
+			break;
+	}
+	return ret;
+}

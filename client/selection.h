@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What an offline command reads (client/selection.c): the segments named
+ * on the command line (files, or archive directories read whole, or the
+ * configured archive when none is named), grouped by recording so that
+ * each boot's trace clock is read on its own, and the filters every
+ * offline command shares: --since/--until (wall clock or trace clock),
+ * --cpu, --pid, --comm, --event.
+ */
+#ifndef STACKMAPCTL_SELECTION_H
+#define STACKMAPCTL_SELECTION_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stacktab.h"
+#include "wallclock.h"
+
+struct decoded_event;
+struct decoder;
+struct selection_state;
+
+enum {
+	SELECTION_OPT_SINCE = 0x1000,
+	SELECTION_OPT_UNTIL,
+	SELECTION_OPT_CPU,
+	SELECTION_OPT_PID,
+	SELECTION_OPT_COMM,
+	SELECTION_OPT_EVENT,
+	SELECTION_OPT_CONFIG,
+};
+
+/* getopt_long entries for the shared options; put them in a command's table. */
+#define SELECTION_OPTIONS                                                \
+	{ "since", required_argument, NULL, SELECTION_OPT_SINCE },       \
+	{ "until", required_argument, NULL, SELECTION_OPT_UNTIL },       \
+	{ "cpu", required_argument, NULL, SELECTION_OPT_CPU },           \
+	{ "pid", required_argument, NULL, SELECTION_OPT_PID },           \
+	{ "comm", required_argument, NULL, SELECTION_OPT_COMM },         \
+	{ "event", required_argument, NULL, SELECTION_OPT_EVENT },       \
+	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG }
+
+/* Usage text of the shared options, for a command's --help. */
+#define SELECTION_USAGE                                                                      \
+	"  --since TIME, --until TIME  only events in this window: 2026-12-01 03:12, 03:12,\n"   \
+	"                  -10min, ISO 8601 with a zone, or trace-clock seconds (1701.5)\n"      \
+	"  --cpu LIST      only these CPUs (0,2-3)\n"                                            \
+	"  --pid PID       only this task\n"                                                     \
+	"  --comm NAME     only tasks of this name\n"                                            \
+	"  --event NAME    only this event (name or system:name), with its stacks\n"             \
+	"  -c, --config FILE  without SEGMENT: read the archive this file configures\n"          \
+	"SEGMENT is a segment file or an archive directory (all its segments, in order);\n"     \
+	"none: the configured archive.\n"
+
+struct selection {
+	/* filters; set by selection_option() */
+	struct wallclock_time since, until;
+	bool *cpus;			/* STACKTAB_MAX_CPUS flags, NULL: all */
+	long pid;			/* -1: all */
+	const char *comm;
+	const char *event;		/* "name" or "system:name" */
+	const char *config;		/* -c FILE */
+	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
+	bool quiet_unfinished;		/* do not report .part segments as cut short */
+
+	/* segments; set by selection_resolve() */
+	char **paths;
+	size_t nr_paths;
+	size_t *group_start;		/* index of each group's first path */
+	size_t nr_groups;
+
+	struct selection_state *state;	/* filtering state while decoding */
+	struct stacktab_stats stats;	/* resolution counters of all groups decoded */
+};
+
+void selection_init(struct selection *s);
+void selection_done(struct selection *s);
+
+/*
+ * Handle option c (a SELECTION_OPT_*) of a command's getopt loop. Returns
+ * 1 if handled, 0 if c is not a shared option, -1 on a bad value (logged).
+ */
+int selection_option(struct selection *s, int c, const char *arg);
+
+/* True when any filter is set (not counting --config). */
+bool selection_filtering(const struct selection *s);
+
+/*
+ * Expand argv[0..argc) (files and directories; none: the configured
+ * archive) into s->paths in reading order, grouped by recording (boot
+ * and daemon run, from META). Logs and returns -errno when nothing can be
+ * read (a directory without segments, an unreadable config).
+ */
+int selection_resolve(struct selection *s, int argc, char **argv);
+
+/* Label of group g: "host HOST boot BOOT_ID" (static buffer until the next call). */
+const char *selection_group_label(const struct selection *s, size_t g);
+
+/*
+ * Whether ev passes the filters. A stack passes when the event it follows
+ * on its CPU passed. Call for every event in decoding order.
+ */
+bool selection_wanted(struct selection *s, const struct decoded_event *ev);
+
+/* CLOCK_REALTIME of a trace timestamp of ev's segment; false if no pair is known. */
+bool selection_wall(struct selection *s, const struct decoded_event *ev, uint64_t *ret);
+
+/*
+ * Decode every group, one decoder per group, and call fn for each event
+ * that passes the filters; group(s, g, userdata) (may be NULL) before each
+ * group's first event when there is more than one group. Errors of damaged
+ * segments are logged and decoding goes on; fn or group returning < 0
+ * stops; progress (may be NULL) gets the index of the path being read.
+ * s->stats sums the decoders' resolution counters. Returns 0 when everything decoded, 1 when something
+ * was damaged or fn failed, -1 when nothing could be decoded.
+ */
+struct selection_run {
+	int (*event)(struct decoded_event *ev, void *userdata);
+	int (*group)(struct selection *s, size_t g, void *userdata);
+	void (*progress)(size_t paths_done, void *userdata);
+	void *userdata;
+};
+int selection_decode(struct selection *s, const struct selection_run *run);
+
+#endif
