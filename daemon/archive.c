@@ -281,7 +281,7 @@ static int write_guarded_locked(struct archive *a, struct archive_segment *s,
 	if (r >= 0) {
 		/* over only once more than the loss record fits */
 		o->ended = outage_end_locked(&a->out, &o->summary);
-		return 0;
+		return o->r = 0;
 	}
 fail:
 	if (r == -EINVAL || r == -EFBIG || r == -ENOMEM)

@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The control commands the daemon serves (commands.h): each request from
+ * the control socket calls one module (status from the recorder, snapshot,
+ * rotate, reset, reload) and builds the JSON reply of
+ * doc/control-protocol.md.
+ */
 #include "commands.h"
 #include "config.h"
 #include "recorder.h"

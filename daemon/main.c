@@ -261,7 +261,8 @@ static int setup_loop(struct daemon *d)
 	return r;
 }
 
-int main(int argc, char **argv)
+/* Read argv into d and *ret_check: -1 to go on, else the exit status. */
+static int parse_args(struct daemon *d, bool *ret_check, int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -272,21 +273,18 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
-	struct daemon d = { .config_path = DEFAULT_CONFIG };
-	_cleanup_free_ char *error = NULL;
-	bool check = false;
-	int c, r;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "c:D:dh", options, NULL)) >= 0) {
 		switch (c) {
 		case 'c':
-			d.config_path = optarg;
+			d->config_path = optarg;
 			break;
 		case 'C':
-			check = true;
+			*ret_check = true;
 			break;
 		case 'D':
-			d.directory_override = optarg;
+			d->directory_override = optarg;
 			break;
 		case 'd':
 			log_set_max_level(LOG_DEBUG);
@@ -306,7 +304,81 @@ int main(int argc, char **argv)
 		log_err("unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
+	return -1;
+}
 
+/*
+ * Everything that runs until a stop: the loop, the control socket (first:
+ * a failure there must not leave tracefs touched), the recorder and the
+ * status timers. Logs what fails. Returns 0 or -errno.
+ */
+static int daemon_start(struct daemon *d)
+{
+	static const struct ctl_handlers handlers = { .request = commands_request };
+	_cleanup_free_ char *error = NULL;
+	char line[256];
+	int r;
+
+	r = setup_loop(d);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot set up the event loop");
+	d->cfg_in_force = &d->cfg;
+	d->commands = (struct commands){
+		.cfg = &d->cfg_in_force,
+		.reload = reload_request,
+		.userdata = d,
+	};
+	r = ctl_new(d->event, d->cfg.socket_path, d->cfg.socket_group, &handlers, &d->commands,
+		    &d->ctl);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot create the control socket '%s'",
+				 d->cfg.socket_path);
+	r = recorder_new(&d->cfg, &d->rec, &error);
+	if (r < 0) {
+		log_err("%s", error ? error : strerror(-r));
+		return r;
+	}
+	d->commands.rec = d->rec;
+	r = recorder_start(d->rec, d->event, on_segment, d);
+	if (r < 0) {
+		notify_errno(-r);
+		return r;
+	}
+	r = setup_notify(d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot set up the status timers");
+		recorder_stop(d->rec);
+		return r;
+	}
+	(void)recorder_summary(d->rec, line, sizeof(line));
+	notify_status("%s", line);
+	return 0;
+}
+
+/* Free what daemon_start() made, whatever it got to. */
+static void daemon_done(struct daemon *d)
+{
+	d->ctl = ctl_free(d->ctl);
+	d->rec = recorder_free(d->rec);
+	d->hook = hook_free(d->hook);
+	sd_event_source_disable_unref(d->status_timer);
+	sd_event_source_disable_unref(d->notify_timer);
+	sd_event_source_disable_unref(d->watchdog_timer);
+	sd_event_unref(d->event);
+	config_done(&d->cfg);
+	config_done(&d->old_cfg);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .config_path = DEFAULT_CONFIG };
+	_cleanup_free_ char *error = NULL;
+	bool check = false;
+	int r;
+
+	r = parse_args(&d, &check, argc, argv);
+	if (r >= 0)
+		return r;
 	if (notify_journal_stderr())
 		log_set_journal(true);
 
@@ -323,69 +395,18 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	r = setup_loop(&d);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot set up the event loop");
-		goto out;
-	}
-	/* the socket first: a failure here must not leave tracefs touched */
-	d.cfg_in_force = &d.cfg;
-	d.commands = (struct commands){
-		.cfg = &d.cfg_in_force,
-		.reload = reload_request,
-		.userdata = &d,
-	};
-	{
-		static const struct ctl_handlers handlers = { .request = commands_request };
-
-		r = ctl_new(d.event, d.cfg.socket_path, d.cfg.socket_group, &handlers, &d.commands,
-			    &d.ctl);
-		if (r < 0) {
-			log_errno(LOG_ERR, r, "cannot create the control socket '%s'", d.cfg.socket_path);
-			goto out;
-		}
-	}
-	r = recorder_new(&d.cfg, &d.rec, &error);
-	if (r < 0) {
-		log_err("%s", error ? error : strerror(-r));
-		goto out;
-	}
-	d.commands.rec = d.rec;
-	r = recorder_start(d.rec, d.event, on_segment, &d);
-	if (r < 0) {
-		notify_errno(-r);
-		goto out;
-	}
-	r = setup_notify(&d);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot set up the status timers");
+	r = daemon_start(&d);
+	if (r >= 0) {
+		/* every CPU is being read: only now is the service ready */
+		notify_ready();
+		r = sd_event_loop(d.event);
+		if (r < 0)
+			log_errno(LOG_ERR, r, "event loop failed");
+		notify_stopping();
+		d.ctl = ctl_free(d.ctl);
 		recorder_stop(d.rec);
-		goto out;
 	}
-	/* every CPU is being read: only now is the service ready */
-	{
-		char line[256];
-
-		(void)recorder_summary(d.rec, line, sizeof(line));
-		notify_status("%s", line);
-	}
-	notify_ready();
-	r = sd_event_loop(d.event);
-	if (r < 0)
-		log_errno(LOG_ERR, r, "event loop failed");
-	notify_stopping();
-	d.ctl = ctl_free(d.ctl);
-	recorder_stop(d.rec);
-out:
-	d.ctl = ctl_free(d.ctl);
-	d.rec = recorder_free(d.rec);
-	d.hook = hook_free(d.hook);
-	sd_event_source_disable_unref(d.status_timer);
-	sd_event_source_disable_unref(d.notify_timer);
-	sd_event_source_disable_unref(d.watchdog_timer);
-	sd_event_unref(d.event);
-	config_done(&d.cfg);
-	config_done(&d.old_cfg);
+	daemon_done(&d);
 	/* what only the kernel could tell about the config is still a config error */
 	if (r == -EINVAL)
 		return CONFIG_EXIT_INVALID;

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * systemd notification (notify.h): READY=1, STATUS=, RELOADING=1,
+ * STOPPING=1, WATCHDOG=1 and ERRNO= through sd_notify(), and whether
+ * stderr is the journal stream (then logging sends structured entries).
+ */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <sys/stat.h>

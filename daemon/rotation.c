@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The rotation and retention policy (rotation.h) as pure functions: when
+ * the segment being written is due to be finished, and which finished
+ * segments retention deletes to keep the archive within its limits.
+ */
 #include "rotation.h"
 
 bool rotation_due(const struct rotation_policy *p, uint64_t size, uint64_t age_usec)

@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Logging (log.h): one line per message on stderr with a "<N>" priority
+ * prefix, or a structured journal entry when stderr is the journal; and the
+ * rate limit that logs the first of a repeating error per interval and
+ * counts the rest, so that nothing repeats silently or floods the journal.
+ */
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/uio.h>

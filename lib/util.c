@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Small helpers (util.h) that need more than a line: formatting into a new
+ * string, reading and writing whole files (tracefs reports size 0, so
+ * files are read to EOF), complete writes, and fsync of a directory.
+ */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/stat.h>
