@@ -456,6 +456,12 @@ static bool passes(struct selection *s, const struct decoded_event *ev)
 	return in_window(s, ev);
 }
 
+/* Any filter that can tell events of one CPU apart. */
+static bool filtering_beyond_cpu(const struct selection *s)
+{
+	return s->since.set || s->until.set || s->pid >= 0 || s->comm || s->event;
+}
+
 bool selection_wanted(struct selection *s, const struct decoded_event *ev)
 {
 	struct selection_state *st = s->state;
@@ -471,9 +477,16 @@ bool selection_wanted(struct selection *s, const struct decoded_event *ev)
 		st->cpu_wanted = a;
 		st->nr_cpus = n;
 	}
-	/* without filters, also a stack whose event was not seen (lost, or before the data) */
-	if (ev->is_stack)
-		return st->cpu_wanted[ev->cpu] || !selection_filtering(s);
+	/*
+	 * A stack goes with the event before it on its CPU. With no filter but
+	 * the CPU, also one whose event was not seen (lost, or before the
+	 * data): the CPU alone decides, as for every other event.
+	 */
+	if (ev->is_stack) {
+		if (s->cpus && (ev->cpu >= STACKTAB_MAX_CPUS || !s->cpus[ev->cpu]))
+			return false;
+		return st->cpu_wanted[ev->cpu] || !filtering_beyond_cpu(s);
+	}
 	w = passes(s, ev);
 	st->cpu_wanted[ev->cpu] = w;
 	return w;
