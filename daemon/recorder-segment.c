@@ -189,7 +189,21 @@ static int segment_end(void *userdata, struct archive_segment *seg)
 		if (r < 0)
 			return r;
 	}
-	if (rec->ksyms && seg->addrs.len) {
+	if (rec->ksyms) {
+		/*
+		 * Besides the stacks' frames, the functions that print events
+		 * name: a trace_marker line is a print event whose ip is in
+		 * tracing_mark_write(), the daemon's own markers included.
+		 */
+		static const char *const event_functions[] = { "tracing_mark_write",
+							       "tracing_mark_raw_write" };
+
+		for (size_t i = 0; i < ARRAY_SIZE(event_functions); i++) {
+			uint64_t a = ksyms_address_of(rec->ksyms, event_functions[i]);
+
+			if (a && buf_append(&seg->addrs, &a, sizeof(a)) < 0)
+				return -ENOMEM;
+		}
 		r = ksyms_subset(rec->ksyms, (const uint64_t *)seg->addrs.data, seg->addrs.len / 8,
 				 &syms);
 		if (r >= 0 && syms.len)

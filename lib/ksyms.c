@@ -368,3 +368,13 @@ int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct
 	}
 	return (int)MIN(lines, (size_t)INT32_MAX);
 }
+
+uint64_t ksyms_address_of(const struct ksyms *ks, const char *name)
+{
+	if (!ks || !ks->usable)
+		return 0;
+	for (size_t i = 0; i < ks->n; i++)
+		if (ks->syms[i].module == NO_MODULE && streq(ks->pool + ks->syms[i].name, name))
+			return ks->syms[i].addr;
+	return 0;
+}

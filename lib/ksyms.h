@@ -73,6 +73,13 @@ const char *ksyms_lookup(const struct ksyms *ks, uint64_t addr, uint64_t *ret_of
 int ksyms_format(const struct ksyms *ks, uint64_t addr, char *buf, size_t len);
 
 /*
+ * Address of the core-kernel text symbol called name, or 0 if there is
+ * none (or the table is not usable). A linear search: for a few names
+ * per segment, not per event.
+ */
+uint64_t ksyms_address_of(const struct ksyms *ks, const char *name);
+
+/*
  * Append to out, in kallsyms text format and sorted by address, the line
  * of the symbol containing each of the n addresses and where it ends: the
  * next symbol's line if that is selected too, else "ADDR ? .end" (so that
