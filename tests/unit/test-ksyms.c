@@ -106,6 +106,10 @@ static void test_parse_lookup(void)
 	check_lookups(ks, "full");
 	/* optional outputs may be NULL */
 	CHECK(streq(ksyms_lookup(ks, 0xffffffff81000158ULL, NULL, NULL, NULL), "schedule"));
+	/* by name: core-kernel text only */
+	CHECK(ksyms_address_of(ks, "schedule_timeout") == 0xffffffff810001d0ULL);
+	CHECK(ksyms_address_of(ks, "mod_func_a") == 0);
+	CHECK(ksyms_address_of(ks, "no_such_function") == 0);
 	ks = ksyms_free(ks);
 	CHECK(ks == NULL);
 }
