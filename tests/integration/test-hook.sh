@@ -151,9 +151,9 @@ conf fail
 hook fail "exit 1"
 run fail 5
 n1=$(grep -c 'finished segment' "$tmp/daemon.fail.log")
-sleep 2
-n2=$(grep -c 'finished segment' "$tmp/daemon.fail.log")
-[ "$n2" -gt "$n1" ] || fail "fail: no segment finished in 2 s after the hook failed $n1 times"
+more_segments() { [ "$(grep -c 'finished segment' "$1")" -gt "$2" ]; }
+wait_until 60 more_segments "$tmp/daemon.fail.log" "$n1" ||
+	fail "fail: no segment finished in 60 s after the hook failed $n1 times"
 stop_daemon_ok "$tmp/daemon.fail.log" fail
 list_segments "$tmp/fail"
 wait_lines "$tmp/fail.hooked" ${#segs[@]} || fail "fail: the hook ran $(wc -l < "$tmp/fail.hooked") times for ${#segs[@]} segments"
@@ -168,9 +168,8 @@ hook hang "echo \$\$ >> '$tmp/hang.pids'
 exec sleep 60"
 run hang 12
 n1=$(grep -c 'finished segment' "$tmp/daemon.hang.log")
-sleep 2
-n2=$(grep -c 'finished segment' "$tmp/daemon.hang.log")
-[ "$n2" -gt "$n1" ] || fail "hang: no segment finished in 2 s while hooks hang"
+wait_until 60 more_segments "$tmp/daemon.hang.log" "$n1" ||
+	fail "hang: no segment finished in 60 s while hooks hang"
 grep -q 'segment hooks still running, not running it' "$tmp/daemon.hang.log" ||
 	fail "hang: no warning about the hooks still running"
 wait_lines "$tmp/hang.pids" 8 || fail "hang: $(wc -l < "$tmp/hang.pids") hooks started"
