@@ -37,6 +37,7 @@ conf() {
 	max_size = 0
 	keep_free = 0
 	max_segments = 2
+	frame_encoding = ${2:-columns}
 	[control]
 	socket = $tmp/control
 	EOF
@@ -142,9 +143,10 @@ no_log_errors "$tmp/daemon.log"
 note "stopped: no segment written at the stop"
 
 # ---- a capture larger than segment_size: one segment, none left open ----
-# (pages compress about 15:1: 2 x 32M make a segment of more than 1M)
+# (stored as pages, which compress about 15:1, 40M of buffer make a segment
+# of more than 1M; the column encoding would make it too small to tell)
 rm -rf "$tmp/archive"
-conf 32M
+conf 32M pages
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.big.log" 'flight recorder on [0-9]+ CPUs'
 fill() {
 	local i

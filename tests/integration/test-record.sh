@@ -22,7 +22,7 @@ buffer_size = 2M
 
 [archive]
 directory = $tmp/archive
-segment_size = 2M
+segment_size = 1M
 max_size = 0
 keep_free = 0
 
