@@ -24,12 +24,6 @@ struct generations;
 #define TRIGGER_POLL_USEC (250 * USEC_PER_MSEC)
 #define HEALTH_CHECK_USEC USEC_PER_SEC
 
-struct file_item {
-	char *name;
-	void *data;
-	size_t len;
-};
-
 struct flush_op {
 	struct flush_op *next;
 	uint64_t *tokens;			/* per reader */
@@ -75,7 +69,7 @@ struct recorder {
 	void (*on_segment)(void *userdata, const char *path);
 	void *userdata;
 
-	struct file_item *files;		/* decode files, collected once */
+	struct named_text *files;		/* decode files, collected once */
 	size_t nr_files;
 	char **formats;				/* event format texts among files, borrowed */
 	size_t nr_formats;

@@ -25,38 +25,15 @@
 
 void recorder_files_free(struct recorder *rec)
 {
-	for (size_t i = 0; i < rec->nr_files; i++) {
-		free(rec->files[i].name);
-		free(rec->files[i].data);
-	}
-	free(rec->files);
-	rec->files = NULL;
-	rec->nr_files = 0;
+	named_texts_free(&rec->files, &rec->nr_files);
 }
 
 int recorder_collect_file(const char *name, const void *data, size_t len, void *userdata)
 {
 	struct recorder *rec = userdata;
-	struct file_item *f;
 
-	f = realloc(rec->files, (rec->nr_files + 1) * sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	rec->files = f;
-	f = &rec->files[rec->nr_files];
-	f->name = strdup(name);
-	f->data = malloc(len + 1);
-	if (!f->name || !f->data) {
-		free(f->name);
-		free(f->data);
-		return -ENOMEM;
-	}
 	/* NUL-terminated too: formats are searched as text */
-	memcpy(f->data, data, len);
-	((char *)f->data)[len] = '\0';
-	f->len = len;
-	rec->nr_files++;
-	return 0;
+	return named_texts_append(&rec->files, &rec->nr_files, name, data, len);
 }
 
 static int write_meta(struct recorder *rec, struct archive_segment *seg)

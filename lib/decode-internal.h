@@ -62,12 +62,6 @@ struct cpu_stream {
 	uint32_t cap;
 };
 
-struct decoder_file {
-	char *name;
-	char *data;		/* NUL-terminated copy */
-	size_t len;
-};
-
 struct decoder_segment {
 	char *path;
 	char *errors[DECODE_MAX_ERRORS];
@@ -82,7 +76,7 @@ struct decoder_segment {
 	int stack_type[DECODED_STACK_MAX];	/* event type id of each stack kind, -1: none */
 	struct tep_format_field *caller_field, *size_field, *id_field, *ref_field;
 	uint64_t data_end;	/* records at or after this offset are not used */
-	struct decoder_file *files;	/* FILE records, as stored (for exporters) */
+	struct named_text *files;	/* FILE records, as stored (for exporters) */
 	size_t nr_files;
 	struct wallclock_pair *clocks;	/* CLOCK pairs, sorted by trace clock */
 	size_t nr_clocks;

@@ -86,11 +86,7 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 	for (size_t i = 0; i < s->nr_cpus; i++)
 		free(s->cpus[i].refs);
 	free(s->cpus);
-	for (size_t i = 0; i < s->nr_files; i++) {
-		free(s->files[i].name);
-		free(s->files[i].data);
-	}
-	free(s->files);
+	named_texts_free(&s->files, &s->nr_files);
 	free(s->clocks);
 	segment_reader_free(s->rd);
 	segment_meta_done(&s->meta);
@@ -238,28 +234,6 @@ out:
 	return 0;
 }
 
-/* Keep a copy of a FILE record for exporters (decoder_segment_file()). */
-static int keep_file(struct decoder_segment *s, const char *name, const char *content, size_t len)
-{
-	struct decoder_file *f = reallocarray(s->files, s->nr_files + 1, sizeof(*f));
-
-	if (!f)
-		return -ENOMEM;
-	s->files = f;
-	f = &f[s->nr_files];
-	f->name = strdup(name);
-	f->data = malloc(len + 1);
-	if (!f->name || !f->data) {
-		free(f->name);
-		free(f->data);
-		return -ENOMEM;
-	}
-	memcpy(f->data, content, len);
-	f->data[len] = '\0';
-	f->len = len;
-	s->nr_files++;
-	return 0;
-}
 
 static int load_file(struct decoder_segment *s, const struct segment_record *rec)
 {
@@ -274,7 +248,8 @@ static int load_file(struct decoder_segment *s, const struct segment_record *rec
 	}
 	content = (const char *)nul + 1;
 	len = rec->len - (size_t)(nul + 1 - rec->data);
-	if (keep_file(s, name, content, len) < 0)
+	/* a copy for exporters (decoder_segment_file()) */
+	if (named_texts_append(&s->files, &s->nr_files, name, content, len) < 0)
 		return -ENOMEM;
 
 	/* "events/header_page" is the tracefs path; accept it as well as the documented name. */

@@ -104,3 +104,38 @@ int fsync_dir(const char *dir)
 		return -errno;
 	return 0;
 }
+
+int named_texts_append(struct named_text **v, size_t *n, const char *name, const void *data,
+		       size_t len)
+{
+	struct named_text *a = reallocarray(*v, *n + 1, sizeof(**v));
+	struct named_text *t;
+
+	if (!a)
+		return -ENOMEM;
+	*v = a;
+	t = &a[*n];
+	t->name = strdup(name);
+	t->data = malloc(len + 1);
+	if (!t->name || !t->data) {
+		free(t->name);
+		free(t->data);
+		return -ENOMEM;
+	}
+	memcpy(t->data, data, len);
+	t->data[len] = '\0';
+	t->len = len;
+	(*n)++;
+	return 0;
+}
+
+void named_texts_free(struct named_text **v, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++) {
+		free((*v)[i].name);
+		free((*v)[i].data);
+	}
+	free(*v);
+	*v = NULL;
+	*n = 0;
+}

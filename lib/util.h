@@ -133,6 +133,24 @@ int write_file(const char *path, const char *s);
 /* write() all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
 int write_all(int fd, const void *buf, size_t len);
 
+/* A named text (a file's name and content), as kept in lists of them. */
+struct named_text {
+	char *name;
+	char *data;		/* NUL-terminated copy */
+	size_t len;		/* without the NUL */
+};
+
+/*
+ * Append copies of name and data[0..len) to the array *v of *n entries
+ * (grown by one; *v is owned by the caller). Returns 0 or -ENOMEM, then
+ * *v and *n unchanged in content.
+ */
+int named_texts_append(struct named_text **v, size_t *n, const char *name, const void *data,
+		       size_t len);
+
+/* Free the array and its copies; *v and *n are reset. */
+void named_texts_free(struct named_text **v, size_t *n);
+
 /* fsync the directory that holds path (or path itself if it is a directory). */
 int fsync_dir(const char *dir);
 
