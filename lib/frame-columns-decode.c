@@ -70,6 +70,8 @@ static int copy_raw(struct dstate *d, uint64_t n)
 {
 	const uint8_t *p;
 
+	if (n == 0)
+		return 0;	/* an empty frame has no output buffer at all */
 	if (!fits(d, n) || !(p = fc_get_bytes(&d->s[FC_S_RAW], (size_t)n)))
 		return BAD;
 	memcpy(d->out, p, (size_t)n);
