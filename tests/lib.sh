@@ -23,6 +23,11 @@ TEST_NAME=$(basename "$0" .sh)
 # segment uploader: curl), comma-separated for run-systemd --packages.
 SYSTEMD_RUNTIME_PACKAGES=libprotobuf-c1,zlib1g,curl
 
+# Whether a program is built with AddressSanitizer: its RSS then counts the
+# sanitizer's quarantine of freed memory and shadow memory, so RSS growth
+# says nothing about leaks there (LeakSanitizer checks those at exit).
+sanitized() { ldd "$1" 2>/dev/null | grep -q libasan; }
+
 # Cleanups are kept in a file, not a variable: mktmp and new_instance_name
 # run in the subshell of a command substitution (d=$(mktmp)), where a
 # variable set by at_exit would be lost together with the cleanup.
