@@ -28,7 +28,10 @@ read_events() {
 seg_bytes() { find "$arch" -name '*.smseg*' -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 
 # fill the disk once some data is there
-wait_until 30 test "$(seg_bytes)" -gt 100000 || fail "nothing written in 30 s"
+# (a function: wait_until runs it anew each time; "$(seg_bytes)" as an
+# argument would be counted once, before the wait)
+written_more_than() { [ "$(seg_bytes)" -gt "$1" ]; }
+wait_until 30 written_more_than 100000 || fail "nothing written in 30 s"
 dd if=/dev/zero of="$arch/.filler" bs=64K status=none 2>/dev/null
 note "disk full: $(df -k --output=avail "$arch" | tail -1) KiB free"
 full_at=$(date +%s)
