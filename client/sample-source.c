@@ -44,6 +44,9 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 	if (!p->set)
 		return 0;
 	p->set = false;
+	/* the pending array may have moved since the event was kept */
+	p->s.event = p->name;
+	p->s.comm = p->comm;
 	p->s.nr_frames = nr;
 	p->s.frames = nr ? src->frames : NULL;
 	r = src->fn(&p->s, src->userdata);
@@ -108,8 +111,7 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	(void)snprintf(p->name, sizeof(p->name), "%s", ev->event ? ev->event->name : "[unknown]");
 	(void)snprintf(p->system, sizeof(p->system), "%s", ev->event ? ev->event->system : "");
 	(void)snprintf(p->comm, sizeof(p->comm), "%s", tep_data_comm_from_pid(ev->tep, pid));
-	p->s = (struct sample){ .event = p->name, .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
-				.comm = p->comm };
+	p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid };
 	return 0;
 }
 
