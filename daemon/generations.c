@@ -25,6 +25,7 @@
 #include "util.h"
 
 #define MARKER_RETRIES 40
+#define MARKER_END_RETRIES 8	/* once the begin marker is read: the end one was lost */
 #define MARKER_RETRY_USEC (25 * USEC_PER_MSEC)
 
 enum step {
@@ -53,6 +54,7 @@ struct generations {
 	generations_done_fn done;
 	void *userdata;
 	sd_event_source *retry_timer;
+	bool stopping;		/* the recorder stops: no more rotations */
 };
 
 int generations_new(const struct generations_params *p, struct generations **ret)
@@ -126,6 +128,21 @@ static int write_marker(struct generations *g, char *dst, size_t len, uint32_t g
 	return write_keyed(g, dst);
 }
 
+/*
+ * Write the marker after the reset. Any one written after the reset bounds
+ * its window, so it is written again while none was read back: a full
+ * buffer drops a marker (the write fails, or its page is lost) as it drops
+ * events, and without one the new generation's window stays open.
+ */
+static void write_begin_marker(struct generations *g)
+{
+	int r = write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin");
+
+	if (r < 0)
+		log_debug("cannot write the marker after the reset (%s), writing it again shortly",
+			  strerror(-r));
+}
+
 /* The new generation has its window: record it and start its segment. */
 static void begin_generation(struct generations *g)
 {
@@ -162,13 +179,16 @@ static void begin_generation(struct generations *g)
 			   ng.kind == SEGMENT_GEN_RESET_LOSSLESS ? "lossless" : "external",
 			   (double)(now_usec(CLOCK_MONOTONIC) - g->reset_started_usec) / 1000.0);
 	}
-	/* a new generation starts a new segment; the flight recorder has one only while saving */
-	g->step = STEP_IDLE;
-	if (!g->p.flight)
-		g->p.ops->rotate(g->p.userdata, "new stack-map generation");
 	if (ng.generation > 2)
 		(void)stackmap_release_before(g->sm, ng.generation - 1);
 	finish(g, 0);
+	/*
+	 * A new generation starts a new segment; the flight recorder has one
+	 * only while saving. Last: the end of the segment takes a snapshot,
+	 * which may find the next reset and start it.
+	 */
+	if (!g->p.flight && !g->stopping)
+		g->p.ops->rotate(g->p.userdata, "new stack-map generation");
 }
 
 static void after_flush(struct generations *g);
@@ -190,14 +210,19 @@ static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void after_flush(struct generations *g)
 {
+	bool waiting = !g->begin_ts || (!g->end_ts && g->retries < MARKER_END_RETRIES);
 	int r;
 
 	/*
 	 * A read of trace_pipe_raw can come back empty while a page that was
 	 * just written is not yet handed out: give the markers a little time
-	 * and flush again, rather than give up on the window.
+	 * and flush again, rather than give up on the window. The end marker
+	 * precedes the begin marker: once that one is read, the end one gets
+	 * a few more rounds only.
 	 */
-	if ((!g->end_ts || !g->begin_ts) && g->retries++ < MARKER_RETRIES) {
+	if (waiting && g->retries++ < MARKER_RETRIES) {
+		if (!g->begin_ts && g->retries > 1)
+			write_begin_marker(g);
 		if (!g->retry_timer)
 			r = sd_event_add_time_relative(g->p.event, &g->retry_timer, CLOCK_MONOTONIC,
 						       MARKER_RETRY_USEC, 0, on_retry_timer, g);
@@ -218,8 +243,7 @@ static void strict_tracing_on(struct generations *g)
 	r = tracing_set_on(g->p.tracing, true);
 	if (r < 0)
 		log_errno(LOG_ERR, r, "cannot restart tracing after the reset");
-	if (write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin") < 0)
-		log_warn("cannot write the marker after the reset, continuing");
+	write_begin_marker(g);
 	g->step = STEP_STRICT_MARKER;
 	flush_then(g, NULL, after_flush);
 }
@@ -286,7 +310,7 @@ static int start_reset(struct generations *g, const char *why)
 		return r;
 	if (r == 1)
 		g->kind = SEGMENT_GEN_RESET_EXTERNAL;
-	(void)write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin");
+	write_begin_marker(g);
 	g->step = STEP_LOSSLESS;
 	flush_then(g, NULL, after_flush);
 	return 0;
@@ -302,7 +326,7 @@ static void start_external(struct generations *g)
 	g->reset_started_usec = now_usec(CLOCK_MONOTONIC);
 	log_warn("the stack map was reset by someone else; ids near that moment stay unresolved "
 		 "unless both generations agree, continuing");
-	(void)write_marker(g, g->begin_marker, sizeof(g->begin_marker), g->gen_before + 1, "begin");
+	write_begin_marker(g);
 	g->step = STEP_EXTERNAL;
 	flush_then(g, NULL, after_flush);
 }
@@ -372,6 +396,35 @@ int generations_reset(struct generations *g, generations_done_fn done, void *use
 	return 0;
 }
 
+void generations_stop(struct generations *g, bool tracing_stays_on)
+{
+	g->stopping = true;
+	if (g->retry_timer)
+		(void)sd_event_source_set_enabled(g->retry_timer, SD_EVENT_OFF);
+	switch (g->step) {
+	case STEP_IDLE:
+		return;
+	case STEP_STRICT_DRAIN:
+		/* the map is not reset yet: there is no generation to begin */
+		if (tracing_stays_on)
+			(void)tracing_set_on(g->p.tracing, true);
+		finish(g, -ECANCELED);
+		return;
+	case STEP_STRICT_BOUNDARY:
+		if (tracing_stays_on)
+			(void)tracing_set_on(g->p.tracing, true);
+		break;
+	default:
+		break;
+	}
+	/*
+	 * The map was reset: its generation begins now, with the markers the
+	 * final flush read (or, without them, a window open to the end), so
+	 * that the last segment says so.
+	 */
+	begin_generation(g);
+}
+
 void generations_segment_begin(struct generations *g, struct archive_segment *seg)
 {
 	seg->first_gen = stackmap_generation(g->sm);
@@ -389,6 +442,11 @@ int generations_segment_end(struct generations *g, struct archive_segment *seg)
 		if (r > 0 && (r & (STACKMAP_SNAP_EXTERNAL | STACKMAP_SNAP_DISABLED)))
 			start_external(g);
 	}
+	/* a reset whose generation has not begun: what its map lacks must be read after these events */
+	r = stackmap_refresh_pending(g->sm);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot read the stack map after a reset; ids of the "
+			  "segment near it stay unresolved, continuing");
 	seg->last_gen = stackmap_generation(g->sm);
 	for (unsigned i = 0; i < seg->nr_cpus; i++) {
 		if (seg->cpus[i].first_ts)

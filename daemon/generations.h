@@ -77,6 +77,15 @@ int generations_reset(struct generations *g, generations_done_fn done, void *use
 /* True while a reset is in progress (rotations wait for it). */
 bool generations_busy(const struct generations *g);
 
+/*
+ * The recorder stops: its readers have read everything and their markers
+ * were passed on. A reset in progress that has reset the map begins its
+ * generation now, without a rotation (the last segment records it); one
+ * that has not is abandoned. tracing_stays_on: the recorder leaves
+ * tracing on (keep_tracing), so a strict reset turns it back on.
+ */
+void generations_stop(struct generations *g, bool tracing_stays_on);
+
 /* Segment hooks: note the generation in force; write the stack-map tables. */
 void generations_segment_begin(struct generations *g, struct archive_segment *seg);
 int generations_segment_end(struct generations *g, struct archive_segment *seg);

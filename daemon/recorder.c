@@ -591,6 +591,8 @@ void recorder_stop(struct recorder *rec)
 			op->done(op->userdata, -ECANCELED, NULL);
 		flush_op_free(op);
 	}
+	if (rec->gens)
+		generations_stop(rec->gens, rec->cfg->keep_tracing);
 	r = rec->archive && archive_is_open(rec->archive) ?
 		archive_rotate(rec->archive, true, NULL) : 0;
 	if (r < 0)

@@ -84,8 +84,9 @@ struct stackmap {
 	size_t nr_gens, cap_gens;
 	uint32_t base;
 
-	struct sm_slots pending;	/* content of the next generation after an external reset */
+	struct sm_slots pending;	/* content of the next generation after a reset */
 	bool pending_external;
+	bool pending_stale;		/* the map changed again since: pending proves nothing */
 
 	struct stackmap_export snap;
 	struct buf bin;
@@ -136,5 +137,6 @@ void sm_enforce_kept(struct stackmap *sm);
  * in generation cur (see stackmap-store.c).
  */
 uint64_t sm_external_begin_raw(const struct stackmap *sm, const struct sm_gen *cur);
+bool sm_reset_unbegun(const struct stackmap *sm);
 
 #endif

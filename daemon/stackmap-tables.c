@@ -134,13 +134,17 @@ int stackmap_segment_tables(struct stackmap *sm, const uint64_t *id_bitmap, size
 			return r;
 		n++;
 	}
-	if (sm->pending_external && sm->nr_gens) {
+	if (sm_reset_unbegun(sm)) {
 		/*
-		 * A reset somebody else made was found but its generation has
-		 * not begun: events of this segment after the last matching
-		 * snapshot may carry ids of the new map. Declare it with an
-		 * open window so those ids resolve only where both maps agree
-		 * or the new one (read after these events) lacks them.
+		 * A reset was made (by us, or found made by somebody else) but
+		 * its generation has not begun: events of this segment after
+		 * the last matching snapshot may carry ids of the new map.
+		 * Declare it with an open window so those ids resolve only
+		 * where both maps agree or the new one lacks them. The new
+		 * map's content was read again after this segment's events
+		 * (stackmap_refresh_pending()); if the map changed once more
+		 * since, its content proves nothing and no entry is written:
+		 * those ids stay unresolved.
 		 */
 		const struct sm_gen *cur = sm_gen_cur_const(sm);
 		struct sm_gen prov = {
@@ -155,7 +159,7 @@ int stackmap_segment_tables(struct stackmap *sm, const uint64_t *id_bitmap, size
 		};
 		uint8_t rec[SEGMENT_GENERATION_SIZE];
 
-		r = gen_tables(&prov, id_bitmap, nbits, stacks, addrs);
+		r = sm->pending_stale ? 0 : gen_tables(&prov, id_bitmap, nbits, stacks, addrs);
 		if (r < 0)
 			return r;
 		segment_generation_encode(&prov.g, rec);

@@ -240,11 +240,33 @@ static int keep_pending(struct stackmap *sm)
 	int r;
 
 	sm_slots_clear(sm, &sm->pending);
+	sm->pending_stale = false;
 	r = sm_slots_merge(sm, &sm->pending, &sm->snap, &sm_gen_cur(sm)->slots);
 	if (r < 0)
 		return r;
 	sm->pending_external = true;
 	return 0;
+}
+
+bool sm_reset_unbegun(const struct stackmap *sm)
+{
+	return sm->nr_gens && (sm->pending_external || sm->state == SM_RESET);
+}
+
+int stackmap_refresh_pending(struct stackmap *sm)
+{
+	int r;
+
+	if (!sm_reset_unbegun(sm) || sm->pending_stale)
+		return 0;
+	r = take_snapshot_ex(sm, false);
+	if (r >= 0 && !sm_slots_consistent(&sm->pending, &sm->snap))
+		r = -ESTALE;	/* reset once more since it was kept */
+	if (r >= 0)
+		r = sm_slots_merge(sm, &sm->pending, &sm->snap, &sm_gen_cur(sm)->slots);
+	if (r < 0)
+		sm->pending_stale = true;
+	return r;
 }
 
 /*
@@ -648,6 +670,7 @@ int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind, u
 	g->slots = sm->pending;
 	sm->pending = (struct sm_slots){ 0 };
 	sm->pending_external = false;
+	sm->pending_stale = false;
 	sm->opt_off_seen = false;
 
 	/*

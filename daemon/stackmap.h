@@ -154,6 +154,19 @@ int stackmap_marker_seen(struct stackmap *sm, const char *text, size_t len, uint
 int stackmap_snapshot(struct stackmap *sm, uint64_t seq);
 
 /*
+ * While a reset is made but its generation has not begun (our reset is
+ * written, or somebody else's was found): read the new map again and add
+ * what it gained to the content kept for the next generation. Call it
+ * where stackmap_snapshot() is not allowed, after the last pages of a
+ * segment were read and before stackmap_segment_tables(): an id the new
+ * map lacks then was not in it when those events were written. Returns 0
+ * (also with nothing to do), -ESTALE if the map was reset once more (the
+ * kept content then proves nothing until the generation begins), other
+ * -errno.
+ */
+int stackmap_refresh_pending(struct stackmap *sm);
+
+/*
  * Whether the config's policy wants a reset now (now_usec: CLOCK_MONOTONIC,
  * compared with when the generation began; counters from the last
  * snapshot). Fill and drop rules need stack_map_stat. Returns a
@@ -221,9 +234,9 @@ uint32_t stackmap_generation(const struct stackmap *sm);
  * generations, SEGMENT_GENERATION_SIZE bytes each (one record each).
  * addrs (may be NULL): native-endian uint64_t addresses of the frames
  * written are appended and the whole array is sorted and deduplicated (for
- * the segment's kallsyms subset). While an external reset is pending (found,
- * its generation not begun), the next generation is included with the
- * snapshot that found it and a window open to the end of time. Buffers are
+ * the segment's kallsyms subset). While a reset is made but its generation
+ * has not begun, the next generation is included with the content kept for
+ * it (see stackmap_refresh_pending()) and a window open to the end of time. Buffers are
  * the caller's. Returns the
  * number of generations written or -errno (buffers may hold a partial
  * result).

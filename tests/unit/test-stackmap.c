@@ -885,6 +885,77 @@ static void test_final_finds_external(void)
 	test_rmtree(dir);
 }
 
+/*
+ * Segments that end while a reset is made but its generation has not
+ * begun (the daemon stops, or rotates on request, before the markers are
+ * read back): the new map is read again at the segment's end, so an id
+ * it gained after the reset was found never passes for the old map's.
+ */
+static void test_unbegun_reset(void)
+{
+	_cleanup_free_ char *dir = new_tree();
+	struct stackmap *sm = NULL;
+	uint64_t bm[4] = {};
+	struct tables t;
+	struct config c;
+
+	test_config(&c);
+	set_bit(bm, 3);
+	set_bit(bm, 17);
+
+	/* Somebody else resets the map after snapshot 1 (marker at 10000). */
+	put_map(dir, map_a, ARRAY_SIZE(map_a), 100);
+	CHECK(stackmap_new(dir, &c, &sm) == 0);
+	CHECK(stackmap_start(sm, NULL) == 0);
+	CHECK(stackmap_snapshot(sm, 1) == 0);
+	CHECK(stackmap_marker_seen(sm, "stackmapd: snap 1", 17, 10000) == 1);
+	CHECK(stackmap_refresh_pending(sm) == 0);	/* nothing to do */
+	put_map(dir, map_b, 1, 1);
+	CHECK(stackmap_snapshot(sm, 2) == STACKMAP_SNAP_EXTERNAL);
+	/* Then the new map gives 17 to another stack, and an event uses it. */
+	put_map(dir, map_b, 2, 2);
+	CHECK(stackmap_refresh_pending(sm) == 0);
+	CHECK(get_tables(sm, bm, 256, 1, 1, 5000, 30000, &t) == 0);
+	CHECK(t.nr_gens == 2);
+	CHECK(resolve(&t, 5000, 17) == 0xb1);
+	CHECK(resolve(&t, 20000, 17) == 0);	/* in both maps, not the same: unresolved */
+	CHECK(resolve(&t, 20000, 3) == 0xa1);
+	tables_done(&t);
+
+	/* Reset once more: the content kept proves nothing, no entry is written. */
+	put_map(dir, map_a, 1, 1);
+	CHECK(stackmap_refresh_pending(sm) == -ESTALE);
+	CHECK(stackmap_refresh_pending(sm) == 0);
+	CHECK(get_tables(sm, bm, 256, 1, 1, 5000, 30000, &t) == 0);
+	CHECK(t.nr_gens == 2);
+	CHECK(resolve(&t, 5000, 17) == 0xb1);
+	CHECK(resolve(&t, 20000, 3) == 0 && resolve(&t, 20000, 17) == 0);
+	tables_done(&t);
+	stackmap_free(sm);
+	test_rmtree(dir);
+
+	/* Our own reset, written, its generation not begun. */
+	free(dir);
+	dir = new_tree();
+	put_map(dir, map_a, ARRAY_SIZE(map_a), 100);
+	CHECK(stackmap_new(dir, &c, &sm) == 0);
+	CHECK(stackmap_start(sm, NULL) == 0);
+	CHECK(stackmap_snapshot(sm, 1) == 0);
+	CHECK(stackmap_marker_seen(sm, "stackmapd: snap 1", 17, 10000) == 1);
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	CHECK(stackmap_write_reset(sm) == 0);
+	put_map(dir, map_b, 2, 2);
+	CHECK(stackmap_refresh_pending(sm) == 0);
+	CHECK(get_tables(sm, bm, 256, 1, 1, 5000, 30000, &t) == 0);
+	CHECK(t.nr_gens == 2);
+	CHECK(resolve(&t, 5000, 17) == 0xb1);
+	CHECK(resolve(&t, 20000, 17) == 0);
+	CHECK(resolve(&t, 20000, 3) == 0xa1);
+	tables_done(&t);
+	stackmap_free(sm);
+	test_rmtree(dir);
+}
+
 /* Text-only kernel (no stack_map_stat, no stack_map_bin): text entries, growth, resets. */
 static void test_text_only(void)
 {
@@ -1111,6 +1182,7 @@ int main(void)
 	test_external();
 	test_generations_and_tables();
 	test_final_finds_external();
+	test_unbegun_reset();
 	test_text_only();
 	test_policy();
 	test_many_generations();

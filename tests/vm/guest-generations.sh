@@ -101,12 +101,29 @@ for mode in "$@"; do
 		wait $lpid
 		n=$((n + 2))
 	done
+	if [ "$mode" = external ]; then
+		# one more reset under load, and the stop as soon as the daemon
+		# has found it: its generation has not begun when the last
+		# segment ends, and the new map gains ids after it was found
+		found=$(grep -ac 'reset by someone else' "$W/$mode.log")
+		"$W/smload" -q -j 2 -t 1 &
+		lpid=$!
+		sleep 0.3
+		echo 0 > "$T/stack_map"
+		externals=$((externals + 1))
+		i=0
+		while [ "$(grep -ac 'reset by someone else' "$W/$mode.log")" -le "$found" ] &&
+			[ $i -lt 20000 ]; do
+			i=$((i + 1))
+		done
+	fi
 	echo "$mode: load for $n s, until uptime $(cut -d' ' -f1 /proc/uptime)," \
 		"$(grep -ac 'generation [0-9]* begins' "$W/$mode.log") resets${externals:+, $externals made behind its back}"
 	[ -n "$fpid" ] && { kill $fpid; wait $fpid 2>/dev/null; }
-	sleep 0.5
+	[ "$mode" = external ] || sleep 0.5
 	kill -TERM $pid
 	wait $pid
+	[ "$mode" = external ] && wait $lpid
 	echo "$mode: stackmapd exit status $? (started at uptime ${start%% *})"
 	cat "$T/stack_map" > "$W/$mode.stack_map"
 	cat "$T/stack_map_stat" > "$W/$mode.stack_map_stat" 2>/dev/null
