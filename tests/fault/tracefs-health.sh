@@ -2,7 +2,8 @@
 # Tracefs changed under the daemon's feet while it records: tracing_on
 # switched off, an event disabled, a filter replaced, an option flipped.
 # Each is found by the periodic health check, set back, logged and counted
-# in status (health.tracefs_repairs), and recording goes on.
+# in status (health.tracefs_repairs), and recording goes on. Removing the
+# instance is refused by the kernel while it is being read.
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
 . "$top_srcdir/tests/fault/lib-fault.sh"
@@ -30,6 +31,12 @@ done
 [ "$(cat "$inst/events/kmem/kmem_cache_alloc/filter")" = "$filter" ] || fail "the filter is not ours again"
 [ "$(cat "$inst/options/overwrite")" = 0 ] || fail "overwrite is not off again"
 grep -q "was changed to .* by someone else: set back" "$ftmp/d.log" || fail "no log line for the changes"
+# removing the instance: the kernel refuses while the readers hold its
+# trace_pipe_raw files open (EBUSY), so recording goes on
+if rmdir "$inst" 2>"$ftmp/rmdir.err"; then
+	fail "the instance could be removed while the daemon records it"
+fi
+grep -q "busy" "$ftmp/rmdir.err" || fail "removing the instance failed, but not as busy: $(cat "$ftmp/rmdir.err")"
 "$FLOAD" -j 1 -n 1000 -q
 wait_until 10 recorded || fail "nothing recorded after the changes"
 stop_daemon || { cat "$ftmp/d.log"; fail "stop exited $?"; }
