@@ -34,7 +34,12 @@ while [ $SECONDS -lt $end ]; do
 	fi
 	fd_prev2=$fd_prev1 fd_prev1=$fds
 done
-[ -z "$lost_mid" ] || [ "$(lost)" = "$lost_mid" ] || note "lost events grew in the second half: $lost_mid -> $(lost)"
+# a steady load loses nothing once running; a sanitizer build reads several
+# times slower than the product, so there a loss is only reported
+if [ -n "$lost_mid" ] && [ "$(lost)" != "$lost_mid" ]; then
+	sanitized "$STACKMAPD" && note "lost events grew in the second half: $lost_mid -> $(lost)" ||
+		fail "lost events grew in the second half: $lost_mid -> $(lost)"
+fi
 stop_daemon || fail "stop exited $?"
 segs=("$ftmp"/archive/*.smseg)
 check_finished soak "${segs[@]}"

@@ -123,8 +123,9 @@ for mode in "$@"; do
 	[ "$mode" = external ] || sleep 0.5
 	kill -TERM $pid
 	wait $pid
-	[ "$mode" = external ] && wait $lpid
-	echo "$mode: stackmapd exit status $? (started at uptime ${start%% *})"
+	status=$?
+	if [ "$mode" = external ]; then wait $lpid; fi
+	echo "$mode: stackmapd exit status $status (started at uptime ${start%% *})"
 	cat "$T/stack_map" > "$W/$mode.stack_map"
 	cat "$T/stack_map_stat" > "$W/$mode.stack_map_stat" 2>/dev/null
 done
