@@ -38,6 +38,8 @@ TRAMPOLINE = 0x7FFFFFFF
 MAX_SKEW_NS = 500_000
 SYNC = 8
 SKIP = 3
+SKEW_SAMPLES = 31
+SKEW_TOLERANCE_NS = 50_000
 
 
 class Symbols:
@@ -156,40 +158,46 @@ def match_cpu(arch, orc):
     and fields repeat (a freed object is allocated again at the same
     address), so events are matched in step, skipping a few extra oracle
     events, and after a gap the streams are synchronized again where SYNC
-    events in a row follow each other, nearest in time first.
+    events in a row follow each other. A workload's loop repeats the same
+    keys a period apart, so the first candidate in step may be the same
+    key one period off: of the candidates, the one whose time offset is
+    nearest to the usual offset between the two recordings (the median of
+    the last matches) is taken, and none that is far from it.
     """
     index = defaultdict(list)
     for i, e in enumerate(orc):
         index[e.key].append(i)
     orc_ts = [e.ts for e in orc]
     pairs = []
+    recent = []              # the time offsets of the last matches, sorted
+    order = []               # the same, oldest first
     j = -1
-    n = len(orc)
     for i, a in enumerate(arch):
-        for s in range(1, SKIP + 2):
-            o = orc[j + s] if j + s < n else None
-            if o is not None and o.key == a.key and abs(o.ts - a.ts) <= MAX_SKEW_NS and \
-               (s == 1 or in_step(arch, i, orc, j + s, min(SYNC, len(arch) - i))):
-                j += s
-                pairs.append((a, o))
-                break
-        else:
-            cand = index.get(a.key)
-            if not cand:
+        cand = index.get(a.key)
+        if not cand:
+            continue
+        settled = len(order) >= SKEW_SAMPLES
+        skew = recent[len(recent) // 2] if settled else 0
+        start = max(j + 1, bisect.bisect_left(orc_ts, a.ts - MAX_SKEW_NS))
+        k = bisect.bisect_left(cand, start)
+        best = None
+        while k < len(cand) and orc[cand[k]].ts <= a.ts + MAX_SKEW_NS:
+            p = cand[k]
+            k += 1
+            off = abs(orc[p].ts - a.ts - skew)
+            if (best is not None and off >= best[0]) or (settled and off > SKEW_TOLERANCE_NS):
                 continue
-            start = max(j + 1, bisect.bisect_left(orc_ts, a.ts - MAX_SKEW_NS))
-            k = bisect.bisect_left(cand, start)
-            best = None
-            while k < len(cand) and orc[cand[k]].ts <= a.ts + MAX_SKEW_NS:
-                p = cand[k]
-                k += 1
-                if in_step(arch, i, orc, p, min(SYNC, len(arch) - i)):
-                    dt = abs(orc[p].ts - a.ts)
-                    if best is None or dt < best[0]:
-                        best = (dt, p)
-            if best is not None:
-                j = best[1]
-                pairs.append((a, orc[j]))
+            if p <= j + SKIP + 1 or in_step(arch, i, orc, p, min(SYNC, len(arch) - i)):
+                best = (off, p)
+        if best is None:
+            continue
+        j = best[1]
+        pairs.append((a, orc[j]))
+        dt = orc[j].ts - a.ts
+        bisect.insort(recent, dt)
+        order.append(dt)
+        if len(order) > SKEW_SAMPLES:
+            recent.pop(bisect.bisect_left(recent, order.pop(0)))
     return pairs
 
 

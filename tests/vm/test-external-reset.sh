@@ -6,8 +6,11 @@
 # writing to stack_map, and once by switching options/stackmap off and on.
 # The daemon must notice, start a new generation, and never resolve an id
 # to a wrong stack: compared with an oracle recording full stacks from a
-# secondary instance. Ids it cannot prove stay unresolved (near each
-# external reset: fewer than 1% of the stacks); a wrong stack fails the test.
+# secondary instance. Ids it cannot prove stay unresolved: those of events
+# between the last snapshot that matched (up to 100 ms before the reset)
+# and the marker written once it was found, where both maps hold the id
+# with different stacks (0.01 to 0.9% of the stacks in this test; at most
+# 2% allowed). A wrong stack fails the test.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib-vm.sh"
 
@@ -32,5 +35,5 @@ segs=("$W"/arch-external/*.smseg)
 "$STACKMAPCTL" report "${segs[@]}" > "$W/external.report" || fail "report failed"
 python3 "$top_srcdir/tests/vm/compare-oracle.py" --archive "$W/external.report" \
 	--oracle "$W/oracle.report" --kallsyms "$W/kallsyms" --label external \
-	--min-events 10000 --max-unresolved 0.01 || fail "stacks resolved wrongly (or too few events compared)"
+	--min-events 10000 --max-unresolved 0.02 || fail "stacks resolved wrongly (or too few events compared)"
 exit 0
