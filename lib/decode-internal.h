@@ -68,7 +68,8 @@ struct decoder_segment {
 	char *errors[DECODE_MAX_ERRORS];
 	size_t nr_errors;
 	struct tep_handle *tep;
-	struct ksyms *ks;
+	const struct ksyms *ks;		/* own_ks, or the running kernel's (ksyms_live_for_boot()) */
+	struct ksyms *own_ks;		/* the segment's kallsyms subset */
 	struct stacktab *tab;
 	struct segment_meta meta;
 	unsigned int long_size;

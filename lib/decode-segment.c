@@ -8,7 +8,10 @@
  * writes after the pages that use it. PAGES records are only located
  * (their headers are read, their payloads are not), and with the seek
  * table of the segment's INDEX only those of the CPU and time window asked
- * for are kept, with each CPU's per-CPU GENERATION boundaries.
+ * for are kept, with each CPU's per-CPU GENERATION boundaries; a window
+ * in real time is placed by the segment's CLOCK pairs once all are read.
+ * A segment without a kallsyms subset (being written, or cut short)
+ * borrows the running kernel's symbols if it is of the current boot.
  *
  * The second pass (decoder_segment_next_item()) hands out each CPU's
  * records in file order, reading and decompressing each frame once, at its
@@ -94,7 +97,7 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 		free(s->errors[i]);
 	if (s->tep)
 		tep_free(s->tep);
-	ksyms_free(s->ks);
+	ksyms_free(s->own_ks);
 	stacktab_free(s->tab);
 	free(s->path);
 	free(s);
@@ -188,15 +191,16 @@ static int load_text_file(struct decoder_segment *s, const struct segment_record
 
 	/* Each is checked first: libtraceevent's parsers trust their input. */
 	if (streq(name, "kallsyms")) {
-		if (s->ks)
+		if (s->own_ks)
 			return 0;
-		r = ksyms_parse(content, len, &s->ks);
+		r = ksyms_parse(content, len, &s->own_ks);
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0) {
-			s->ks = NULL;
+			s->own_ks = NULL;
 			why = "malformed kallsyms line";
 		}
+		s->ks = s->own_ks;
 		goto out;
 	}
 	text = strndup(content, len);
@@ -612,6 +616,12 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 			decoder_segment_add_error(s, "'%s': recovered after a crash: its data ends early", path);
 	}
 
+	/*
+	 * The subset comes when the daemon finishes the segment: until then
+	 * (or after a crash), the running kernel's symbols, if it is the same boot.
+	 */
+	if (!s->ks)
+		s->ks = ksyms_live_for_boot(segment_meta_get(&s->meta, "boot_id"));
 	place_wall_window(s, f);
 	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");

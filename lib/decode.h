@@ -210,7 +210,9 @@ const struct wallclock_pair *decoder_segment_clocks(const struct decoder_segment
 bool decoder_segment_wall_placed(const struct decoder_segment *s);
 
 /*
- * Symbolize a kernel address with the segment's kallsyms: with_offset
+ * Symbolize a kernel address with the segment's kallsyms (for a segment
+ * without a subset, recorded in the current boot: the running kernel's,
+ * as for every reader of it; see ksyms_live_for_boot()): with_offset
  * gives "func+0x12/0x80" (and " [module]"), otherwise "func". The ftrace
  * trampoline marker gives "[FTRACE TRAMPOLINE]"; an unknown address
  * "0xffffffff81234567". buf is always NUL-terminated. Returns the length or
