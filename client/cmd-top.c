@@ -19,9 +19,12 @@
 
 static const char top_usage[] =
 	"Usage: stackmapctl top [--sort stack|callsite|comm|pid] [--limit N] [--json]\n"
-	"                       [--follow [--window SECONDS]] [OPTIONS] [SEGMENT|DIRECTORY...]\n"
+	"                       [--follow [--window SECONDS] [--iterations N]] [OPTIONS]\n"
+	"                       [SEGMENT|DIRECTORY...]\n"
 	"  --follow       every second, the last --window seconds (default 10) of the\n"
-	"                 archive while the daemon writes it, like perf top\n" SELECTION_USAGE;
+	"                 archive while the daemon writes it, like perf top\n"
+	"  --iterations N with --follow: stop after N refreshes (default: until interrupted)\n"
+	SELECTION_USAGE;
 
 struct top_args {
 	int sort;
@@ -29,6 +32,7 @@ struct top_args {
 	bool json;
 	bool follow;
 	unsigned long window;		/* seconds, with follow */
+	unsigned long iterations;	/* refreshes, with follow; 0: until interrupted */
 	int first;			/* index of the first source */
 };
 
@@ -38,6 +42,7 @@ static const struct option top_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "follow", no_argument, NULL, 'f' },
 	{ "window", required_argument, NULL, 'w' },
+	{ "iterations", required_argument, NULL, 'i' },
 	{ "help", no_argument, NULL, 'h' },
 	SELECTION_OPTIONS,
 	{}
@@ -51,6 +56,7 @@ static int top_sample(const struct sample *s, void *userdata)
 /* Parse argv into *a and sel. Returns 0, 1 (help printed) or -1 (usage error, logged). */
 static int parse_args(int argc, char **argv, struct top_args *a, struct selection *sel)
 {
+	unsigned long *n;
 	char *end;
 	int c, r;
 
@@ -72,9 +78,11 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			break;
 		case 'n':
 		case 'w':
+		case 'i':
+			n = c == 'n' ? &a->limit : c == 'w' ? &a->window : &a->iterations;
 			errno = 0;
-			*(c == 'n' ? &a->limit : &a->window) = strtoul(optarg, &end, 10);
-			if (errno || *end || !*optarg || (c == 'w' && !a->window)) {
+			*n = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || *optarg == '-' || (c != 'n' && !*n)) {
 				log_err("bad number '%s'", optarg);
 				return -1;
 			}
@@ -92,6 +100,10 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			fprintf(stderr, "%s", top_usage);
 			return -1;
 		}
+	}
+	if (a->iterations && !a->follow) {
+		log_err("--iterations needs --follow");
+		return -1;
 	}
 	a->first = optind;
 	return 0;
@@ -120,14 +132,14 @@ static int top_once(struct selection *sel, const struct top_args *a, const char 
 	return r;
 }
 
-/* --follow: a fresh selection of the last window every second, until interrupted. */
+/* --follow: a fresh selection of the last window every second, until interrupted or done. */
 static int top_follow(int argc, char **argv, const struct top_args *a)
 {
 	bool redraw = isatty(STDOUT_FILENO) && !a->json;
 	char since[32], heading[96];
 
 	(void)snprintf(since, sizeof(since), "-%lus", a->window);
-	for (;;) {
+	for (unsigned long i = 0; !a->iterations || i < a->iterations; i++) {
 		_cleanup_(selection_done) struct selection sel;
 		struct top_args ignored;
 		time_t now = time(NULL);
@@ -147,8 +159,11 @@ static int top_follow(int argc, char **argv, const struct top_args *a)
 		else if (top_once(&sel, a, heading) < 0)
 			return 1;
 		(void)fflush(stdout);
+		if (a->iterations && i + 1 == a->iterations)
+			break;
 		(void)nanosleep(&(struct timespec){ .tv_sec = 1 }, NULL);
 	}
+	return 0;
 }
 
 int cmd_top(int argc, char **argv)

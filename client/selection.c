@@ -48,6 +48,7 @@ struct selection_state {
 	size_t nr_pairs;
 	const struct decoder_segment *pooled_last;
 	bool warned_no_clock;
+	bool wall_by_decoder;		/* the decoder took the wall-clock window */
 };
 
 void selection_init(struct selection *s)
@@ -398,12 +399,19 @@ static uint64_t window_bound(struct selection *s, const struct wallclock_time *t
 	return wallclock_to_trace(st->pairs, st->nr_pairs, t->ns);
 }
 
-/* The trace-clock window for ev's segment; false if the segment cannot be placed. */
+/*
+ * Whether ev lies in the window. The decoder applies trace-clock bounds,
+ * and wall-clock bounds too in segments with CLOCK pairs; this places
+ * the events of a segment without any through the pairs of the others of
+ * its group, if there are some.
+ */
 static bool in_window(struct selection *s, const struct decoded_event *ev)
 {
 	struct selection_state *st = s->state;
 
 	if (!s->since.set && !s->until.set)
+		return true;
+	if (st->wall_by_decoder && decoder_segment_wall_placed(ev->seg))
 		return true;
 	pool_pairs(st, ev);
 	if (ev->seg != st->seg) {
@@ -518,20 +526,19 @@ static size_t path_index(const struct selection *s, size_t from, size_t to, cons
 
 /*
  * What the decoder itself can leave unread, by each segment's seek table:
- * a trace-clock window, and the CPU when only one is asked for. A window
- * in wall-clock time maps to the trace clock per segment, so it is
- * applied event by event (in_window()) once segments outside it are
- * skipped whole.
+ * the time window (a wall-clock one it places in each segment's trace
+ * clock through the segment's CLOCK pairs), and the CPU when only one is
+ * asked for.
  */
 static struct decoder_filter seek_filter(const struct selection *s)
 {
 	struct decoder_filter f = DECODER_FILTER_ALL;
 	int only = -1, n = 0;
 
-	if (s->since.set && s->since.trace)
-		f.since = s->since.ns;
-	if (s->until.set && s->until.trace)
-		f.until = s->until.ns;
+	if (s->since.set)
+		*(s->since.trace ? &f.since : &f.wall_since) = s->since.ns;
+	if (s->until.set)
+		*(s->until.trace ? &f.until : &f.wall_until) = s->until.ns;
 	for (int c = 0; s->cpus && c < STACKTAB_MAX_CPUS && n < 2; c++)
 		if (s->cpus[c]) {
 			only = c;
@@ -558,11 +565,11 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 		log_errno(LOG_ERR, r, "cannot decode");
 		return -1;
 	}
-		{
+	{
 		struct decoder_filter f = seek_filter(s);
 
-		if (f.since <= f.until)
-			(void)decoder_set_filter(d, &f);
+		/* an empty window: nothing passes in_window(), by the pairs of the group */
+		st->wall_by_decoder = decoder_set_filter(d, &f) == 0;
 	}
 	st->nr_pairs = 0;
 	st->seg = st->pooled_last = NULL;

@@ -53,6 +53,7 @@ struct item_ref {
 	uint64_t offset;	/* of its record */
 	bool boundary;
 	uint32_t generation;	/* boundary: the generation that starts */
+	uint64_t first_ts, last_ts;	/* frame: from the seek table; 0, UINT64_MAX: unknown */
 };
 
 struct cpu_stream {
@@ -67,7 +68,8 @@ struct decoder_segment {
 	char *errors[DECODE_MAX_ERRORS];
 	size_t nr_errors;
 	struct tep_handle *tep;
-	struct ksyms *ks;
+	const struct ksyms *ks;		/* own_ks, or the running kernel's (ksyms_live_for_boot()) */
+	struct ksyms *own_ks;		/* the segment's kallsyms subset */
 	struct stacktab *tab;
 	struct segment_meta meta;
 	unsigned int long_size;
@@ -80,6 +82,8 @@ struct decoder_segment {
 	size_t nr_files;
 	struct wallclock_pair *clocks;	/* CLOCK pairs, sorted by trace clock */
 	size_t nr_clocks;
+	bool wall_placed;		/* the filter's real-time window applies, by clocks */
+	uint64_t wall_since, wall_until;	/* that window */
 
 	/* second pass: the first pass's reader fetches each selected frame at its offset */
 	struct cpu_stream *cpus;	/* indexed by CPU */
@@ -109,6 +113,13 @@ int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_
  */
 int decoder_segment_load_filtered(const char *path, const struct decoder_filter *f,
 				  struct decoder_segment **ret, char **ret_error);
+
+/*
+ * Whether an event at trace time ts of segment s passes f: its trace
+ * window, and its real-time window when s could place it.
+ */
+bool decoder_segment_wants_ts(const struct decoder_segment *s, const struct decoder_filter *f,
+			      uint64_t ts);
 
 /* PAGES records the segment's reader decompressed so far. */
 uint64_t decoder_segment_frames_read(const struct decoder_segment *s);

@@ -8,7 +8,10 @@
  * writes after the pages that use it. PAGES records are only located
  * (their headers are read, their payloads are not), and with the seek
  * table of the segment's INDEX only those of the CPU and time window asked
- * for are kept, with each CPU's per-CPU GENERATION boundaries.
+ * for are kept, with each CPU's per-CPU GENERATION boundaries; a window
+ * in real time is placed by the segment's CLOCK pairs once all are read.
+ * A segment without a kallsyms subset (being written, or cut short)
+ * borrows the running kernel's symbols if it is of the current boot.
  *
  * The second pass (decoder_segment_next_item()) hands out each CPU's
  * records in file order, reading and decompressing each frame once, at its
@@ -94,7 +97,7 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 		free(s->errors[i]);
 	if (s->tep)
 		tep_free(s->tep);
-	ksyms_free(s->ks);
+	ksyms_free(s->own_ks);
 	stacktab_free(s->tab);
 	free(s->path);
 	free(s);
@@ -188,15 +191,16 @@ static int load_text_file(struct decoder_segment *s, const struct segment_record
 
 	/* Each is checked first: libtraceevent's parsers trust their input. */
 	if (streq(name, "kallsyms")) {
-		if (s->ks)
+		if (s->own_ks)
 			return 0;
-		r = ksyms_parse(content, len, &s->ks);
+		r = ksyms_parse(content, len, &s->own_ks);
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0) {
-			s->ks = NULL;
+			s->own_ks = NULL;
 			why = "malformed kallsyms line";
 		}
+		s->ks = s->own_ks;
 		goto out;
 	}
 	text = strndup(content, len);
@@ -304,25 +308,92 @@ static int add_ref(struct cpu_stream *cs, const struct item_ref *ref)
 	return 0;
 }
 
-/* Whether the frame at offset may hold events f asks for; seek walks the seek table along. */
-static bool frame_wanted(const struct segment_index *idx, size_t *seek, uint64_t offset,
+static bool wall_window(const struct decoder_filter *f)
+{
+	return f->wall_since != 0 || f->wall_until != UINT64_MAX;
+}
+
+/* Whether a frame of this span (seek table convention) may hold events of [since, until]. */
+static bool span_meets(uint64_t first_ts, uint64_t last_ts, uint64_t since, uint64_t until)
+{
+	if (!first_ts && last_ts != UINT64_MAX)
+		return false;	/* no event */
+	return last_ts >= since && first_ts <= until;
+}
+
+/*
+ * Whether the frame of ref may hold events of f's trace window; seek walks
+ * the seek table along and ref gets the frame's span, for the real-time
+ * window that is placed once the segment's CLOCK pairs are all read.
+ */
+static bool frame_wanted(const struct segment_index *idx, size_t *seek, struct item_ref *ref,
 			 const struct decoder_filter *f)
 {
 	const struct segment_seek *e;
 
+	ref->first_ts = 0;
+	ref->last_ts = UINT64_MAX;
 	if (!idx || !(idx->flags & SEGMENT_INDEX_F_SEEK))
 		return true;
+	while (*seek < idx->nr_frames && idx->frames[*seek].offset < ref->offset)
+		(*seek)++;
+	if (*seek >= idx->nr_frames || idx->frames[*seek].offset != ref->offset)
+		return true;	/* not in the table: read it */
+	e = &idx->frames[*seek];
+	ref->first_ts = e->first_ts;
+	ref->last_ts = e->last_ts;
 	/* without a window every frame is read, those without events too (lost-event flags) */
 	if (f->since == 0 && f->until == UINT64_MAX)
 		return true;
-	while (*seek < idx->nr_frames && idx->frames[*seek].offset < offset)
-		(*seek)++;
-	if (*seek >= idx->nr_frames || idx->frames[*seek].offset != offset)
-		return true;	/* not in the table: read it */
-	e = &idx->frames[*seek];
-	if (!e->first_ts && e->last_ts != UINT64_MAX)
-		return false;	/* no event */
-	return e->last_ts >= f->since && e->first_ts <= f->until;
+	return span_meets(e->first_ts, e->last_ts, f->since, f->until);
+}
+
+/*
+ * The real-time window of f in s's trace clock, by s's CLOCK pairs (the
+ * first is written when the segment opens, so only segments of older
+ * daemons have none): drop the frames that lie wholly outside. A frame
+ * partly inside stays; its events are checked one by one.
+ */
+static void place_wall_window(struct decoder_segment *s, const struct decoder_filter *f)
+{
+	uint64_t lo = 1, hi = 0;
+
+	if (!wall_window(f) || !s->nr_clocks)
+		return;
+	s->wall_placed = true;
+	s->wall_since = f->wall_since;
+	s->wall_until = f->wall_until;
+	(void)wallclock_trace_span(s->clocks, s->nr_clocks, f->wall_since, f->wall_until, &lo, &hi);
+	for (size_t c = 0; c < s->nr_cpus; c++) {
+		struct cpu_stream *cs = &s->cpus[c];
+		uint32_t k = 0;
+
+		for (uint32_t i = 0; i < cs->total; i++) {
+			const struct item_ref *r = &cs->refs[i];
+
+			if (r->boundary || span_meets(r->first_ts, r->last_ts, lo, hi))
+				cs->refs[k++] = *r;
+		}
+		cs->total = k;
+	}
+}
+
+bool decoder_segment_wants_ts(const struct decoder_segment *s, const struct decoder_filter *f,
+			      uint64_t ts)
+{
+	uint64_t rt;
+
+	if (ts < f->since || ts > f->until)
+		return false;
+	if (!s->wall_placed)
+		return true;
+	rt = wallclock_to_realtime(s->clocks, s->nr_clocks, ts);
+	return rt >= s->wall_since && rt <= s->wall_until;
+}
+
+bool decoder_segment_wall_placed(const struct decoder_segment *s)
+{
+	return s->wall_placed;
 }
 
 /* True if the INDEX of a finished segment proves that it has no event f asks for. */
@@ -388,7 +459,7 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 			s->nr_clocks = wallclock_pairs_sort(s->clocks, s->nr_clocks);
 		return r == -ENOMEM ? r : 0;
 	case SEGMENT_REC_PAGES:
-		if (!frame_wanted(idx, seek, rec->offset, f))
+		if (!frame_wanted(idx, seek, &ref, f))
 			return 0;
 		break;
 	default:
@@ -545,6 +616,13 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 			decoder_segment_add_error(s, "'%s': recovered after a crash: its data ends early", path);
 	}
 
+	/*
+	 * The subset comes when the daemon finishes the segment: until then
+	 * (or after a crash), the running kernel's symbols, if it is the same boot.
+	 */
+	if (!s->ks)
+		s->ks = ksyms_live_for_boot(segment_meta_get(&s->meta, "boot_id"));
+	place_wall_window(s, f);
 	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
 	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");

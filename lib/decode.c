@@ -133,7 +133,7 @@ int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
 
 int decoder_set_filter(struct decoder *d, const struct decoder_filter *f)
 {
-	if (!f || f->cpu < -1 || f->since > f->until)
+	if (!f || f->cpu < -1 || f->since > f->until || f->wall_since > f->wall_until)
 		return -EINVAL;
 	d->filter = *f;
 	return 0;
@@ -529,7 +529,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 			int size = kbuffer_event_size(c->kbuf);
 
 			if (size >= 0 && off + (size_t)size <= c->page_len &&
-			    (ts < d->filter.since || ts > d->filter.until ||
+			    (!decoder_segment_wants_ts(s, &d->filter, ts) ||
 			     !event_fits(d, c, s, data, size))) {
 				/* outside the window asked for, or its fields do not fit its record */
 				data = kbuffer_next_event(c->kbuf, &ts);

@@ -75,15 +75,25 @@ struct decoder;
 
 /*
  * Which events to decode: a CPU and a time window (trace clock, ns,
- * inclusive). Segments and frames outside are not read at all when the
- * segment has a seek table; events outside are dropped.
+ * inclusive), and a window in CLOCK_REALTIME (ns, inclusive), which each
+ * segment places in its trace clock through its own CLOCK pairs
+ * (wallclock_trace_span()). Segments and frames outside are not read at
+ * all when the segment has a seek table, a frame partly inside is; events
+ * outside are dropped, by their own time mapped through the pairs. A
+ * segment without CLOCK pairs cannot place the real-time window: it is
+ * read whole, its events are returned, and decoder_segment_wall_placed()
+ * says so (the caller places them).
  */
 struct decoder_filter {
 	int cpu;		/* -1: every CPU */
 	uint64_t since;		/* 0: from the start */
 	uint64_t until;		/* UINT64_MAX: to the end */
+	uint64_t wall_since;	/* 0: from the start */
+	uint64_t wall_until;	/* UINT64_MAX: to the end */
 };
-#define DECODER_FILTER_ALL ((struct decoder_filter){ .cpu = -1, .since = 0, .until = UINT64_MAX })
+#define DECODER_FILTER_ALL                                                                    \
+	((struct decoder_filter){ .cpu = -1, .since = 0, .until = UINT64_MAX, .wall_since = 0, \
+				  .wall_until = UINT64_MAX })
 
 
 /*
@@ -134,7 +144,10 @@ void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret);
  */
 void decoder_set_lookahead_limit(struct decoder *d, size_t bytes);
 
-/* Decode only what f says (copied). Before the first decoder_next(). Returns 0 or -EINVAL. */
+/*
+ * Decode only what f says (copied). Before the first decoder_next().
+ * Returns 0 or -EINVAL (a window that ends before it starts).
+ */
 int decoder_set_filter(struct decoder *d, const struct decoder_filter *f);
 
 /* PAGES records (frames) read and decompressed so far, over all segments. */
@@ -191,7 +204,15 @@ const struct wallclock_pair *decoder_segment_clocks(const struct decoder_segment
 						    size_t *ret_n);
 
 /*
- * Symbolize a kernel address with the segment's kallsyms: with_offset
+ * Whether the decoder applied the filter's CLOCK_REALTIME window to the
+ * events of s (it has CLOCK pairs), so that they need no more checks.
+ */
+bool decoder_segment_wall_placed(const struct decoder_segment *s);
+
+/*
+ * Symbolize a kernel address with the segment's kallsyms (for a segment
+ * without a subset, recorded in the current boot: the running kernel's,
+ * as for every reader of it; see ksyms_live_for_boot()): with_offset
  * gives "func+0x12/0x80" (and " [module]"), otherwise "func". The ftrace
  * trampoline marker gives "[FTRACE TRAMPOLINE]"; an unknown address
  * "0xffffffff81234567". buf is always NUL-terminated. Returns the length or

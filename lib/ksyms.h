@@ -89,4 +89,21 @@ uint64_t ksyms_address_of(const struct ksyms *ks, const char *name);
  */
 int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct buf *out);
 
+/*
+ * The running kernel's symbols (/proc/kallsyms, read once and kept until
+ * the process ends), for a segment recorded in this boot that carries no
+ * kallsyms subset: returned only when boot_id (from the segment's META)
+ * is this machine's current boot id (/proc/sys/kernel/random/boot_id).
+ * NULL for another boot, an empty boot_id, or when the table is
+ * unreadable or hidden (kptr_restrict). Borrowed; thread-safe.
+ */
+const struct ksyms *ksyms_live_for_boot(const char *boot_id);
+
+/*
+ * Read the current boot id and the symbols from these files (borrowed;
+ * they must stay valid) instead of /proc, forgetting what was read: for
+ * tests. Not while a table returned before is still in use.
+ */
+void ksyms_live_set_source(const char *boot_id_file, const char *kallsyms_file);
+
 #endif

@@ -124,6 +124,52 @@ uint64_t wallclock_to_trace(const struct wallclock_pair *pairs, size_t n, uint64
 	return shift(pairs[n - 1].trace, pairs[n - 1].realtime, realtime);
 }
 
+/* base + (to - from), saturating at 0 and UINT64_MAX. */
+static uint64_t shift_sat(uint64_t base, uint64_t from, uint64_t to)
+{
+	if (to >= from)
+		return to - from > UINT64_MAX - base ? UINT64_MAX : base + (to - from);
+	return base > from - to ? base - (from - to) : 0;
+}
+
+/*
+ * Pair i places the trace times from its own up to the next pair's (the
+ * first pair also those before it) at a constant offset, so each piece
+ * maps a real-time window back to one trace-time interval.
+ */
+bool wallclock_trace_span(const struct wallclock_pair *pairs, size_t n, uint64_t rt_since,
+			  uint64_t rt_until, uint64_t *ret_since, uint64_t *ret_until)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < n && rt_since <= rt_until; i++) {
+		const struct wallclock_pair *p = &pairs[i];
+		uint64_t from = i ? p->trace : 0, to = UINT64_MAX, a, b;
+
+		if (i + 1 < n && pairs[i + 1].trace == p->trace) {
+			/* the next pair takes over at once; the first keeps what lies before */
+			if (i || !p->trace)
+				continue;
+			to = p->trace - 1;
+		} else if (i + 1 < n) {
+			to = pairs[i + 1].trace - 1;
+		}
+		a = rt_since ? MAX(shift_sat(p->trace, p->realtime, rt_since), from) : from;
+		b = rt_until != UINT64_MAX ? MIN(shift_sat(p->trace, p->realtime, rt_until), to) : to;
+		if (a > b || shift_sat(p->realtime, p->trace, b) < rt_since)
+			continue;	/* rt_since lies before what real time saturates to */
+		lo = MIN(lo, a);
+		hi = MAX(hi, b);
+		any = true;
+	}
+	if (!any)
+		return false;
+	*ret_since = lo;
+	*ret_until = hi;
+	return true;
+}
+
 void wallclock_format(uint64_t realtime, char *buf, size_t len)
 {
 	time_t sec = (time_t)(realtime / NSEC_PER_SEC);

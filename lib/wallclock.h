@@ -70,6 +70,17 @@ uint64_t wallclock_to_realtime(const struct wallclock_pair *pairs, size_t n, uin
  */
 uint64_t wallclock_to_trace(const struct wallclock_pair *pairs, size_t n, uint64_t realtime);
 
+/*
+ * The trace-clock span of a CLOCK_REALTIME window [rt_since, rt_until]
+ * (inclusive; UINT64_MAX: open) under wallclock_to_realtime(): from the
+ * first to the last trace time whose real time lies in it. After a clock
+ * step backwards, the span also holds what lies between the times that
+ * map into the window; it never misses one. Returns false if no trace time
+ * maps into the window, else true and *ret_since, *ret_until.
+ */
+bool wallclock_trace_span(const struct wallclock_pair *pairs, size_t n, uint64_t rt_since,
+			  uint64_t rt_until, uint64_t *ret_since, uint64_t *ret_until);
+
 /* Format realtime ns as "YYYY-MM-DD HH:MM:SS.uuuuuu" in local time into buf (>= 32 bytes). */
 void wallclock_format(uint64_t realtime, char *buf, size_t len);
 

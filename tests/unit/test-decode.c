@@ -7,8 +7,9 @@
  * and owners. Then the same pages transcoded by the daemon's transcoder
  * (stack_ref entries, stack table at the end of the segment), synthetic
  * stack_id pages with reset windows and strict per-CPU boundaries, several
- * segments in a row, damaged, missing and unfinished segments, and the
- * bounded lookahead.
+ * segments in a row, damaged, missing and unfinished segments, the
+ * bounded lookahead, and the running kernel's symbols for a segment of
+ * this boot without its own.
  */
 #include <fcntl.h>
 
@@ -18,6 +19,7 @@
 #include "buf.h"
 #include "decode.h"
 #include "helpers.h"
+#include "ksyms.h"
 #include "page-walk.h"
 #include "segment.h"
 #include "stacktab.h"
@@ -804,6 +806,76 @@ static void test_open_errors(void)
 	CHECK(decoder_free(NULL) == NULL && decoder_segment_free(NULL) == NULL);
 }
 
+static int put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	return fclose(f) == 0 ? 0 : -errno;
+}
+
+/*
+ * A segment without a kallsyms subset (being written, or cut short) is
+ * symbolized with the running kernel's symbols if it is of the current
+ * boot, and only then; one with a subset uses its own.
+ */
+static void test_live_symbols(void)
+{
+	static const char live[] = "ffffffff81000000 T _stext\nffffffff81000100 T live_func\n"
+				   "ffffffff81000200 T live_next\n";
+	static const char own[] = "ffffffff81000100 T own_func\nffffffff81000180 ? .end\n";
+	_cleanup_free_ char *boot = NULL, *syms = NULL, *bare = NULL, *with = NULL;
+	struct decoder_segment *s;
+	struct segment_writer *w;
+	char sym[64];
+
+	CHECK(asprintf(&boot, "%s/boot_id", dir) > 0 && asprintf(&syms, "%s/kallsyms", dir) > 0);
+	CHECK(put_file(syms, live) == 0);
+	bare = seg_finish(seg_open("0000000a-nosyms", "boot_id=1b2c-this\n"));
+	w = seg_open("0000000b-syms", "boot_id=1b2c-this\n");
+	CHECK(segment_writer_append_file(w, "kallsyms", own, strlen(own), 0) == 0);
+	with = seg_finish(w);
+
+	/* this boot */
+	CHECK(put_file(boot, "1b2c-this\n") == 0);
+	ksyms_live_set_source(boot, syms);
+	CHECK(decoder_segment_load(bare, &s, NULL) == 0);
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81000110, false, sym, sizeof(sym)) > 0);
+	CHECK_MSG(streq(sym, "live_func"), "%s", sym);
+	CHECK(tep_find_function(decoder_segment_tep(s), 0xffffffff81000120) &&
+	      streq(tep_find_function(decoder_segment_tep(s), 0xffffffff81000120), "live_func"));
+	decoder_segment_free(s);
+	/* its own subset wins, also where it places nothing */
+	CHECK(decoder_segment_load(with, &s, NULL) == 0);
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81000110, false, sym, sizeof(sym)) > 0 &&
+	      streq(sym, "own_func"));
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81000210, false, sym, sizeof(sym)) > 0 &&
+	      streq(sym, "0xffffffff81000210"));
+	decoder_segment_free(s);
+
+	/* another boot: addresses */
+	CHECK(put_file(boot, "9f8e-other\n") == 0);
+	ksyms_live_set_source(boot, syms);
+	CHECK(decoder_segment_load(bare, &s, NULL) == 0);
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81000110, false, sym, sizeof(sym)) > 0);
+	CHECK_MSG(streq(sym, "0xffffffff81000110"), "%s", sym);
+	CHECK(!tep_find_function(decoder_segment_tep(s), 0xffffffff81000110));
+	decoder_segment_free(s);
+
+	/* no boot id in META: never the running kernel's */
+	free(bare);
+	bare = seg_finish(seg_open("0000000c-noboot", NULL));
+	CHECK(put_file(boot, "\n") == 0);
+	ksyms_live_set_source(boot, syms);
+	CHECK(decoder_segment_load(bare, &s, NULL) == 0);
+	CHECK(decoder_segment_symbolize(s, 0xffffffff81000110, false, sym, sizeof(sym)) > 0 &&
+	      streq(sym, "0xffffffff81000110"));
+	decoder_segment_free(s);
+	ksyms_live_set_source("/proc/sys/kernel/random/boot_id", "/proc/kallsyms");
+}
+
 int main(void)
 {
 	_cleanup_free_ char *pages = NULL;
@@ -824,6 +896,7 @@ int main(void)
 	test_stack_ids();
 	test_open_errors();
 	test_hostile_page();
+	test_live_symbols();
 
 	test_rmtree(dir);
 	free(dir);

@@ -4,7 +4,8 @@
  * written as the daemon writes them (encoded, compressed, flagged COLUMNS)
  * read back bit for bit, damaged ones are reported as invalid records,
  * version-1 segments still read, and the decoder reads only the frames of
- * the CPU and time window asked for (it counts the frames it reads).
+ * the CPU and time window asked for (it counts the frames it reads), also
+ * for a window in wall-clock time placed through the segment's CLOCK pairs.
  */
 #include <fcntl.h>
 
@@ -20,6 +21,7 @@
 #include "page-walk.h"
 #include "segment.h"
 #include "util.h"
+#include "wallclock.h"
 
 #define PAGE 4096
 #define NR_PAGES 16
@@ -222,8 +224,9 @@ static void reference(const struct decoder_filter *f, uint64_t *ret_events, uint
 	kbuffer_free(kb);
 }
 
-/* Decode path with f; returns the frames the decoder read. */
-static uint64_t decode(const char *path, const struct decoder_filter *f, size_t *ret_errors)
+/* Decode path with f, expecting the events ref selects; returns the frames the decoder read. */
+static uint64_t decode_as(const char *path, const struct decoder_filter *f,
+			  const struct decoder_filter *ref, size_t *ret_errors)
 {
 	struct decoder *d;
 	struct decoded_event ev;
@@ -242,12 +245,17 @@ static uint64_t decode(const char *path, const struct decoder_filter *f, size_t 
 		events++;
 		sum += ev.ts * 31 + (uint64_t)ev.record->size + get_le16(ev.record->data) + ev.cpu;
 	}
-	reference(f, &want_events, &want_sum);
+	reference(ref, &want_events, &want_sum);
 	CHECK_MSG(events == want_events && sum == want_sum, "%s: events %" PRIu64 " of %" PRIu64,
 		  path, events, want_events);
 	n = decoder_frames_read(d);
 	decoder_free(d);
 	return n;
+}
+
+static uint64_t decode(const char *path, const struct decoder_filter *f, size_t *ret_errors)
+{
+	return decode_as(path, f, f, ret_errors);
 }
 
 /* Frames whose time span meets f's window, of f's CPU. */
@@ -314,6 +322,69 @@ static void test_seek(const char *path, const char *part)
 		CHECK(seek[1].cpu == 1 && seek[1].last_ts == UINT64_MAX);
 		CHECK(segment_reader_pages_read(rd) == 0);
 	}
+}
+
+static void append_clock(struct segment_writer *w, uint64_t trace, uint64_t realtime)
+{
+	uint8_t p[WALLCLOCK_PAIR_SIZE];
+
+	wallclock_pair_encode(&(struct wallclock_pair){ trace, realtime, trace }, p);
+	CHECK(segment_writer_append(w, SEGMENT_REC_CLOCK, SEGMENT_NO_CPU, p, sizeof(p), 0, NULL) ==
+	      0);
+}
+
+/*
+ * A wall-clock window reads only the frames that meet it, placed through
+ * the segment's own CLOCK pairs: one written when it opens, one at its end
+ * after the wall clock was stepped forward by 10 s halfway through. The
+ * end pair comes after every frame, as the daemon writes it.
+ */
+static void test_wall_window(void)
+{
+	_cleanup_(frame_columns_freep) struct frame_columns *fc = encoder();
+	_cleanup_free_ char *path = NULL;
+	struct segment_seek seek[NR_FRAMES];
+	struct segment_writer *w = seg_open("00000005-wall");
+	struct segment_index idx = { .flags = SEGMENT_INDEX_F_SEEK, .nr_frames = NR_FRAMES,
+				     .frames = seek };
+	const uint64_t off = UINT64_C(1796126400) * NSEC_PER_SEC - frames[0].first_ts;
+	const uint64_t step_at = frames[NR_FRAMES / 2].first_ts, step = 10 * NSEC_PER_SEC;
+	struct decoder_filter f = DECODER_FILTER_ALL, ref = DECODER_FILTER_ALL;
+	uint64_t n;
+	size_t errors;
+
+	append_clock(w, frames[0].first_ts, frames[0].first_ts + off);
+	for (size_t i = 0; i < NR_FRAMES; i++)
+		append_frame(w, fc, &frames[i], 0, &seek[i]);
+	append_clock(w, step_at, step_at + off + step);
+	CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
+
+	/* before the step: a few pages of both CPUs */
+	ref.since = frames[8].first_ts + 1;
+	ref.until = frames[12].last_ts;
+	f.wall_since = ref.since + off;
+	f.wall_until = ref.until + off;
+	CHECK(frames_in(&ref) < NR_FRAMES / 2);
+	n = decode_as(path, &f, &ref, &errors);
+	CHECK_MSG(n == frames_in(&ref) && errors == 0, "%" PRIu64 " frames read, %" PRIu64 " meet",
+		  n, frames_in(&ref));
+
+	/* after the step, with one CPU: the later pair places it */
+	ref.since = frames[NR_FRAMES / 2 + 4].first_ts;
+	ref.until = frames[NR_FRAMES / 2 + 9].last_ts;
+	ref.cpu = f.cpu = 1;
+	f.wall_since = ref.since + off + step;
+	f.wall_until = ref.until + off + step;
+	n = decode_as(path, &f, &ref, &errors);
+	CHECK_MSG(n == frames_in(&ref) && n > 0 && errors == 0, "%" PRIu64 " frames read, %"
+		  PRIu64 " meet", n, frames_in(&ref));
+
+	/* the 10 s the step skipped: not a frame */
+	f = DECODER_FILTER_ALL;
+	f.wall_since = step_at + off + 1;
+	f.wall_until = step_at + off + step - 1;
+	CHECK(decode_as(path, &f, &(struct decoder_filter){ .cpu = -1, .since = 1, .until = 0 },
+			&errors) == 0);
 }
 
 /* A frame whose encoding does not decode is an invalid record, reported with its offset. */
@@ -411,6 +482,7 @@ int main(void)
 	part = write_segment("00000002-part", false);
 	test_round_trip(path);
 	test_seek(path, part);
+	test_wall_window();
 	test_damaged();
 	test_version1(path);
 

@@ -3,7 +3,7 @@
  * Wall-clock time (lib/wallclock.h): the CLOCK payload codec, the times a
  * user gives, and the mapping between the trace clock and CLOCK_REALTIME
  * across a suspend (the trace clock stood still while the wall clock went
- * on) and a wall-clock step back.
+ * on) and a wall-clock step back, both ways: a time and a window.
  */
 #include <stdlib.h>
 
@@ -98,10 +98,54 @@ static void test_mapping(void)
 	CHECK(wallclock_to_trace(p, 1, 10 * S) == 0);		/* saturates */
 }
 
+/* A wall-clock window as the trace-clock span that holds every time mapped into it. */
+static void test_span(void)
+{
+	const struct wallclock_pair p[] = {
+		{ 100 * S, 1000 * S, 100 * S },
+		{ 160 * S, 1060 * S, 160 * S },
+		{ 170 * S, 1570 * S, 670 * S },	/* after a suspend of 500 s */
+		{ 230 * S, 1530 * S, 730 * S },	/* the wall clock set back by 100 s */
+	};
+	const size_t n = ARRAY_SIZE(p);
+	uint64_t lo = 0, hi = 0;
+
+	CHECK(wallclock_trace_span(p, n, 1030 * S, 1050 * S, &lo, &hi) && lo == 130 * S &&
+	      hi == 150 * S);
+	/* open ends: everything before, everything after */
+	CHECK(wallclock_trace_span(p, n, 0, 1010 * S, &lo, &hi) && lo == 0 && hi == 110 * S);
+	CHECK(wallclock_trace_span(p, n, 1700 * S, UINT64_MAX, &lo, &hi) && lo == 400 * S &&
+	      hi == UINT64_MAX);
+	/* into the suspend: up to the last time before it */
+	CHECK(wallclock_trace_span(p, n, 1065 * S, 1525 * S, &lo, &hi) && lo == 165 * S &&
+	      hi == 170 * S - 1);
+	/* ... and 1530 s to 1575 s came again after the step back */
+	CHECK(wallclock_trace_span(p, n, 1065 * S, 1575 * S, &lo, &hi) && lo == 165 * S &&
+	      hi == 275 * S);
+	/* within the suspend: no trace time */
+	CHECK(!wallclock_trace_span(p, n, 1100 * S, 1500 * S, &lo, &hi));
+	/* the hour repeated by the step back: both times, and all between */
+	CHECK(wallclock_trace_span(p, n, 1580 * S, 1590 * S, &lo, &hi) && lo == 180 * S &&
+	      hi == 290 * S);
+	for (uint64_t t = 0; t < 400 * S; t += S / 2) {
+		uint64_t rt = wallclock_to_realtime(p, n, t);
+
+		if (rt >= 1580 * S && rt <= 1590 * S)
+			CHECK_MSG(t >= lo && t <= hi, "%" PRIu64 " outside the span", t);
+	}
+	CHECK(!wallclock_trace_span(p, n, 20 * S, 10 * S, &lo, &hi));
+	/* two pairs at the same trace time: the later one holds from there */
+	CHECK(wallclock_trace_span((const struct wallclock_pair[]){ { 10 * S, 100 * S, 0 },
+								    { 10 * S, 500 * S, 0 } },
+				   2, 95 * S, 505 * S, &lo, &hi) &&
+	      lo == 5 * S && hi == 15 * S);
+}
+
 int main(void)
 {
 	test_codec();
 	test_parse();
 	test_mapping();
+	test_span();
 	return tests_done("test-wallclock");
 }

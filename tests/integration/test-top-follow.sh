@@ -1,0 +1,75 @@
+#!/bin/bash
+# `stackmapctl top --follow` on an archive while the daemon records into it:
+# the segment being written (still a .part, without the kallsyms subset the
+# daemon adds when it finishes a segment) shows kernel function names taken
+# from the running kernel, as it is of this boot, not bare addresses; the
+# table is refreshed once per interval and --iterations ends it. (That a
+# segment of another boot keeps its addresses: tests/unit/test-decode.c.)
+. "$top_srcdir/tests/lib.sh"
+
+need_tracefs
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
+need_events kmem:kmem_cache_alloc
+grep -q ' [tT] kmem_cache_alloc' /proc/kallsyms 2>/dev/null && ! grep -q '^0\{16\} ' /proc/kallsyms ||
+	skip "kernel addresses are hidden in /proc/kallsyms"
+
+tmp=$(mktmp)
+inst=$(new_instance_name)
+write_config "$tmp/stackmapd.conf" <<EOT
+[trace]
+instance = $inst
+events = kmem:kmem_cache_alloc
+stacktrace = all
+buffer_size = 2M
+
+[stackmap]
+snapshot_interval = 1s
+
+[archive]
+directory = $tmp/archive
+segment_age = 1h
+max_size = 0
+keep_free = 0
+
+[control]
+socket = $tmp/control
+EOT
+start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log"
+load_bursts 0.2 -j 1 -n 300
+
+# wait until the segment being written holds stacks (the load's among
+# them; it has no task names yet: those, too, come when it is finished)
+has_load_stack() {
+	"$STACKMAPCTL" top "$tmp/archive" 2>/dev/null | grep -q '^ .*%.*<-'
+}
+wait_until 30 has_load_stack || fail "no stack of the load recorded: $(tail "$tmp/daemon.log")"
+
+"$STACKMAPCTL" top --follow --window 60 --iterations 3 --limit 5 "$tmp/archive" > "$tmp/top.txt" 2> "$tmp/top.err" ||
+	fail "top --follow failed: $(cat "$tmp/top.err")"
+list_segments "$tmp/archive"
+[ ${#segs[@]} = 0 ] && [ ${#parts[@]} = 1 ] ||
+	fail "expected only the segment being written, got: ${segs[*]} ${parts[*]}"
+kill "$BG_PID"
+stop_daemon || true
+
+# three refreshes, each with the hottest stacks (the load's), by function name
+blocks=$(grep -Ec '^# [0-9]{2}:[0-9]{2}:[0-9]{2}, last 60 s$' "$tmp/top.txt")
+[ "$blocks" = 3 ] || { cat "$tmp/top.txt"; fail "$blocks refreshes, expected 3"; }
+awk '
+	/^# [0-9][0-9]:/ { block++; next }
+	/^# kmem_cache_alloc:/ { sect = 1; next }
+	/^#/ { sect = 0; next }
+	sect && /%/ { rows[block]++; if ($0 ~ /(^| )0x[0-9a-f]+( |$)/) hex[block]++
+		      if ($0 ~ /kmem_cache_alloc/) named[block]++ }
+	END {
+		for (b = 1; b <= 3; b++) {
+			if (!rows[b] || hex[b] || !named[b]) {
+				printf "refresh %d: %d stacks, %d with an address, %d named\n",
+				       b, rows[b], hex[b], named[b]
+				bad = 1
+			}
+		}
+		exit bad
+	}' "$tmp/top.txt" || { cat "$tmp/top.txt"; fail "the segment being written is not symbolized"; }
+
+exit 0
