@@ -299,10 +299,11 @@ static int time_delta(struct dstate *d, const struct dtype *ty, const struct dtp
 	int64_t delta;
 
 	if (ty->time == FC_TIME_PAIR) {
-		if (fc_get_varint(&hi->in, &v) < 0)
+		/* a delta and its prediction are below 2^27: their zigzag difference below 2^28 */
+		if (get_v(&hi->in, (1 << 28) - 1, &v) < 0)
 			return BAD;
 		delta = fc_pair_base(&t->pair, (uint32_t)MIN(d->prev_tpl, (size_t)UINT32_MAX), &pb) ?
-			(int64_t)pb + fc_unzigzag(v) : (v >= (1 << 27) ? -1 : (int64_t)v);
+			(int64_t)pb + fc_unzigzag(v) : (int64_t)v;
 		if (delta < 0 || delta >= (1 << 27))
 			return BAD;
 		*ret = (uint64_t)delta;
