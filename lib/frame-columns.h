@@ -32,7 +32,8 @@
 #include "buf.h"
 #include "util.h"
 
-#define FRAME_COLUMNS_VERSION 2
+#define FRAME_COLUMNS_VERSION 3		/* written by default */
+#define FRAME_COLUMNS_VERSION_MIN 2	/* the oldest still read (and written on request) */
 #define FRAME_COLUMNS_MAX_FIELDS 64	/* columns per event type, gaps included */
 #define FRAME_COLUMNS_MAX_TYPES 253	/* event types with columns in one frame */
 
@@ -73,6 +74,14 @@ struct frame_columns;
 struct frame_columns *frame_columns_new(unsigned int long_size);
 struct frame_columns *frame_columns_free(struct frame_columns *fc);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct frame_columns *, frame_columns_free);
+
+/*
+ * Write encoding version (FRAME_COLUMNS_VERSION_MIN..FRAME_COLUMNS_VERSION)
+ * from the next frame on; the default is FRAME_COLUMNS_VERSION. Decoding
+ * reads every version in that range whatever this says. Returns 0 or
+ * -EINVAL.
+ */
+int frame_columns_set_version(struct frame_columns *fc, unsigned int version);
 
 /*
  * Declare the layout of event id: n fields (borrowed) as in its format

@@ -3,8 +3,10 @@
  * Column-encoded frames: every frame must come back bit for bit, whether
  * it is made of real pages (tests/data/pages, as read and as transcoded),
  * of synthetic pages with every kind of entry and damage, or of bytes that
- * are not pages at all; damaged encodings must be refused or decode within
- * their bounds, never crash.
+ * are not pages at all, in every encoding version still written; damaged
+ * encodings must be refused or decode within their bounds, never crash.
+ * Time deltas that follow from the code path before the event cost nothing
+ * in version 3.
  */
 #include "frame-columns.h"
 #include "helpers.h"
@@ -290,7 +292,9 @@ static void test_damage(const struct buf *frame)
 	CHECK(frame_columns_decode(fc, enc.data, enc.len, frame->len - 1, &dec) == -EFBIG);
 	CHECK(dec.len == 0);
 	CHECK(buf_append(&bad, enc.data, enc.len) == 0);
-	bad.data[0]++;
+	bad.data[0] = FRAME_COLUMNS_VERSION + 1;
+	CHECK(frame_columns_decode(fc, bad.data, bad.len, SIZE_MAX, &dec) == -EPROTONOSUPPORT);
+	bad.data[0] = FRAME_COLUMNS_VERSION_MIN - 1;
 	CHECK(frame_columns_decode(fc, bad.data, bad.len, SIZE_MAX, &dec) == -EPROTONOSUPPORT);
 	for (size_t n = 0; n < enc.len; n += 1 + n / 8)
 		CHECK_MSG(frame_columns_decode(fc, enc.data, n, SIZE_MAX, &dec) < 0,
@@ -317,6 +321,87 @@ static void test_damage(const struct buf *frame)
 	CHECK_MSG(accepted < 1500, "%d of 3000 damaged encodings accepted", accepted);
 }
 
+/*
+ * Each version is marked in the frame and read by one decoder; a version 3
+ * frame read as version 2 has a time transform version 2 does not know.
+ */
+static void test_versions(const struct buf *frame)
+{
+	_cleanup_(frame_columns_freep) struct frame_columns *reader = frame_columns_new(8);
+	_cleanup_(buf_done) struct buf enc = { 0 }, dec = { 0 };
+
+	CHECK(reader != NULL);
+	for (unsigned int v = FRAME_COLUMNS_VERSION_MIN; v <= FRAME_COLUMNS_VERSION; v++) {
+		buf_reset(&enc);
+		buf_reset(&dec);
+		CHECK(frame_columns_set_version(fc, v) == 0);
+		CHECK(frame_columns_encode(fc, frame->data, frame->len, &enc) == 0);
+		CHECK_MSG(enc.data[0] == v, "version byte %u, not %u", enc.data[0], v);
+		CHECK(frame_columns_decode(reader, enc.data, enc.len, frame->len, &dec) == (int)frame->len);
+		CHECK(dec.len == frame->len && memcmp(dec.data, frame->data, frame->len) == 0);
+	}
+	buf_reset(&dec);
+	enc.data[0] = 2;
+	CHECK(frame_columns_decode(reader, enc.data, enc.len, frame->len, &dec) == -EBADMSG);
+	CHECK(dec.len == 0);
+	CHECK(frame_columns_set_version(fc, FRAME_COLUMNS_VERSION) == 0);
+}
+
+/* The event's time delta of the page being built (put_event wrote it). */
+static void set_last_delta(struct page *p, uint32_t delta)
+{
+	uint8_t *h = p->b + 16 + p->len - 68;
+
+	put_le32(h, delta << 5 | (get_le32(h) & 31));
+}
+
+/*
+ * Three code paths X Y X Z ..., where how long X takes to come depends on
+ * what ran before it: version 3 predicts every delta once it has seen each
+ * pair, so the time stream is all zeros but for the first events; version
+ * 2, which predicts from the template's previous event alone, is not.
+ */
+static size_t pair_time_nonzero(unsigned int version, size_t *ret_len)
+{
+	static const unsigned int path[4] = { 0, 1, 0, 2 };
+	static const uint32_t delta[4] = { 1000, 500, 3000, 700 };	/* X after Z, Y, X after Y, Z */
+	static struct page p;
+	_cleanup_(buf_done) struct buf frame = { 0 }, enc = { 0 };
+	struct frame_columns_stream st, hi = { 0 };
+	size_t nonzero = 0;
+
+	CHECK(frame_columns_set_version(fc, version) == 0);
+	for (unsigned int pg = 0; pg < 4; pg++) {
+		for (unsigned int i = 0; i < 40; i++) {
+			put_event(&p, KMEM_ID, path[i % 4], false);
+			set_last_delta(&p, delta[i % 4] + (pg == 0 && i == 0 ? 77 : 0));
+		}
+		finish(&p, &frame, 1000000ULL * (pg + 1), 0, false);
+	}
+	round_trip("pair times", frame.data, frame.len);
+	CHECK(frame_columns_encode(fc, frame.data, frame.len, &enc) == 0);
+	for (size_t i = 0; frame_columns_get_stream(fc, i, &st) == 0; i++)
+		if (!st.name && st.id == KMEM_ID)
+			hi = st;	/* a type's last stream: the high parts of its times */
+	CHECK(hi.transform == (version >= 3 ? 2 : 1));
+	for (size_t i = 0; i < hi.len; i++)
+		nonzero += enc.data[hi.start + i] != 0;
+	*ret_len = hi.len;
+	CHECK(frame_columns_set_version(fc, FRAME_COLUMNS_VERSION) == 0);
+	return nonzero;
+}
+
+static void test_pair_times(void)
+{
+	size_t len, nonzero;
+
+	nonzero = pair_time_nonzero(3, &len);
+	/* the first X, Y, Z, X after Y and X after Z: two bytes each */
+	CHECK_MSG(len == 165 && nonzero == 10, "version 3: %zu of %zu bytes not 0", nonzero, len);
+	nonzero = pair_time_nonzero(2, &len);
+	CHECK_MSG(nonzero > 40, "version 2: %zu of %zu bytes not 0", nonzero, len);
+}
+
 int main(void)
 {
 	struct buf frame = { 0 };
@@ -330,10 +415,18 @@ int main(void)
 	add_format("ftrace/print.format");
 	CHECK(frame_columns_add_format(fc, "name: x\nformat:\n") == -EINVAL);
 
-	test_real_pages(&frame);
-	test_synthetic();
-	test_templates();
-	test_damage(&frame);
+	CHECK(frame_columns_set_version(fc, 1) == -EINVAL);
+	CHECK(frame_columns_set_version(fc, FRAME_COLUMNS_VERSION + 1) == -EINVAL);
+	for (unsigned int v = FRAME_COLUMNS_VERSION_MIN; v <= FRAME_COLUMNS_VERSION; v++) {
+		CHECK(frame_columns_set_version(fc, v) == 0);
+		buf_reset(&frame);
+		test_real_pages(&frame);
+		test_synthetic();
+		test_templates();
+		test_damage(&frame);
+	}
+	test_versions(&frame);
+	test_pair_times();
 
 	buf_done(&frame);
 	frame_columns_free(fc);
