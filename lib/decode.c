@@ -572,7 +572,8 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 				c->size = size;
 				c->ts = ts;
 				c->has_head = true;
-				c->missing = c->want && c->crossed && !head_is_stack(s, c);
+				if (c->want && c->crossed && !head_is_stack(s, c))
+					c->missing = true;
 				return 0;
 			}
 			r = -EBADMSG;

@@ -357,7 +357,7 @@ def main():
           'unresolved %d (%.4f%% of those recorded; %d more lost in a reset pause) '
           'no-stack %d; not recorded (oracle only) %d' %
           (args.label, events, matched, with_stack, ids, fallbacks, right, wrong,
-           unresolved, 100.0 * frac, lost, no_stack, missed))
+           unresolved - lost, 100.0 * frac, lost, no_stack, missed))
     if naive_ids is not None:
         print('%s: naive (one map for all ids, generations ignored): right %d WRONG %d '
               'missing %d' %
