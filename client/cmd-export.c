@@ -269,6 +269,8 @@ static int tracedat_event(struct decoded_event *ev, void *userdata)
 	struct tracedat_ctx *ctx = userdata;
 	int r;
 
+	if (ev->kind == DECODED_STACK_MISSING)
+		return 0;	/* nothing the kernel wrote */
 	if (ev->seg != ctx->seg && take_tables(ctx, ev) < 0)
 		return -1;
 	/* a stack stored by id or reference goes in as the kernel_stack it stands for */

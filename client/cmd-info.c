@@ -454,7 +454,7 @@ static void info_print(const struct info *in)
 	printf("events:       %" PRIu64 ", lost %" PRIu64 "%s\n", t.events, t.lost,
 	       t.lost_unknown ? "+ (some pages lost an unknown number)" : "");
 	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
-		printf("unresolved:   %" PRIu64 " (events whose stack id cannot be resolved)\n",
+		printf("unresolved:   %" PRIu64 " (events whose stack cannot be resolved or was lost)\n",
 		       idx->unresolved);
 	printf("stacks:       %" PRIu64 " entries in %" PRIu64 " STACKS records%s\n",
 	       in->stack_entries, in->rec_count[SEGMENT_REC_STACKS],

@@ -237,6 +237,11 @@ static int report_event(struct decoded_event *ev, void *userdata)
 		printf("CPU:%u [EVENTS DROPPED]\n", ev->cpu);
 	if (ctx->events_only && ev->is_stack)
 		return 0;
+	/* no entry to print, only that the event before it lost its stack */
+	if (ev->kind == DECODED_STACK_MISSING) {
+		printf("=> <unresolved: %s>\n", ev->unresolved_reason);
+		return 0;
+	}
 	print_event(&ctx->s, ev, clock_in_ns(decoder_segment_meta(ev->seg, "clock")), ctx->wall);
 	if (ctx->wall)
 		print_wall(ctx, ev);

@@ -49,6 +49,7 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 		else
 			json_add_null(&w, "success_rate");
 		json_add_uint(&w, "resets", st.resets);
+		json_add_uint(&w, "reset_busy", st.map_reset_busy);
 		json_add_uint(&w, "foreign_markers", st.foreign_markers);
 		json_object_close(&w);
 	} else {

@@ -26,6 +26,7 @@ static void stackmap_status(const struct generations *g, struct recorder_status 
 	st->map_drops = s.drops;
 	st->map_success_rate = s.have_stat ? (double)s.success_rate : -1;
 	st->resets = s.resets_own + s.resets_external;
+	st->map_reset_busy = s.reset_busy;
 	st->foreign_markers = s.foreign_markers;
 }
 

@@ -47,6 +47,7 @@ struct recorder_status {
 	uint64_t map_entries, map_capacity, map_drops;
 	double map_success_rate;	/* percent, -1 unknown */
 	uint64_t resets;
+	uint64_t map_reset_busy;	/* resets given up: stack_map stayed busy */
 	uint64_t unresolved;
 	uint64_t dedup_stacks;		/* stacks in the daemon's own table */
 	unsigned nr_cpus;

@@ -67,6 +67,11 @@ struct marker {
 struct stackmap {
 	char *path_map, *path_bin, *path_stat, *path_opt;
 	bool have_bin, have_stat;
+	/*
+	 * Writes the reset to the open stack_map (0 or -errno); NULL: "0".
+	 * A seam for the unit test, which cannot make a plain file say EBUSY.
+	 */
+	int (*write_reset)(int fd);
 
 	/* policy, copied from the config */
 	unsigned reset_fill;

@@ -604,11 +604,13 @@ int stackmap_write_reset(struct stackmap *sm)
 		if (fd < 0)
 			r = -errno;
 		else
-			r = write_all(fd, "0", 1);
+			r = sm->write_reset ? sm->write_reset(fd) : write_all(fd, "0", 1);
 		if (r == 0)
 			break;
 		if (r != -EBUSY || i == RESET_BUSY_RETRIES) {
 			/* The map was not reset: the generation goes on. */
+			if (r == -EBUSY)
+				sm->counters.reset_busy = sat_add(sm->counters.reset_busy, 1);
 			sm->state = SM_RUNNING;
 			return r;
 		}
@@ -721,7 +723,8 @@ int stackmap_stats_format(const struct stackmap *sm, struct buf *b)
 			  "generation=%" PRIu32 "\n"
 			  "stackmap_resets=%" PRIu64 "\n"
 			  "stackmap_external_resets=%" PRIu64 "\n"
-			  "stackmap_last_reset_usec=%" PRIu64 "\n",
+			  "stackmap_last_reset_usec=%" PRIu64 "\n"
+			  "stackmap_reset_busy=%" PRIu64 "\n",
 			  c->entries, c->capacity, c->successes, c->drops, c->generation,
-			  c->resets_own, c->resets_external, c->last_reset_usec);
+			  c->resets_own, c->resets_external, c->last_reset_usec, c->reset_busy);
 }

@@ -84,6 +84,7 @@ struct stackmap_stats {
 	uint64_t resets_own;		/* resets this daemon made */
 	uint64_t resets_external;	/* resets detected but not made here */
 	uint64_t last_reset_usec;	/* duration of the last write of "0" to stack_map */
+	uint64_t reset_busy;		/* resets given up: stack_map stayed busy (EBUSY) */
 	uint64_t snapshots;		/* snapshots taken */
 	uint64_t snapshot_errors;	/* snapshots that failed */
 	uint64_t text_snapshots;	/* snapshots read from the text export */
@@ -258,7 +259,8 @@ void stackmap_get_stats(const struct stackmap *sm, struct stackmap_stats *ret);
 /*
  * Append the global STATS keys (stackmap_entries, stackmap_capacity,
  * stackmap_successes, stackmap_drops, generation, plus stackmap_resets,
- * stackmap_external_resets, stackmap_last_reset_usec) as key=value lines
+ * stackmap_external_resets, stackmap_last_reset_usec, stackmap_reset_busy)
+ * as key=value lines
  * to b. Returns 0 or -ENOMEM.
  */
 int stackmap_stats_format(const struct stackmap *sm, struct buf *b);

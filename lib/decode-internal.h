@@ -37,6 +37,7 @@ struct tep_handle;
 #define DECODE_COMMON_END 8			/* the common fields end here in every kernel */
 #define DECODE_MAX_PRINTK_LEN ((size_t)16 << 20)
 #define DECODE_MAX_PRINTK_LINES 200000
+#define DECODE_MAX_EVENT_TYPES 65536		/* event type ids are 16 bits */
 
 /* One item of a CPU's stream in a segment: a PAGES payload, or a strict boundary. */
 struct item {
@@ -84,6 +85,8 @@ struct decoder_segment {
 	size_t nr_clocks;
 	bool wall_placed;		/* the filter's real-time window applies, by clocks */
 	uint64_t wall_since, wall_until;	/* that window */
+	/* event types recorded with a stack, by the stored config (a bit per type) */
+	uint8_t wants_stack[DECODE_MAX_EVENT_TYPES / 8];
 
 	/* second pass: the first pass's reader fetches each selected frame at its offset */
 	struct cpu_stream *cpus;	/* indexed by CPU */
@@ -142,5 +145,30 @@ int decode_check_printk_formats(const char *text, size_t len);
  * then may libtraceevent print it.
  */
 bool decode_record_fits(const struct decoder_segment *s, const void *data, int size);
+
+/*
+ * Which event types of s the recording asked a stack for (every event of
+ * the stored config with stacktrace, all of them with stacktrace = all):
+ * sets s->wants_stack. Without a config that parses, none.
+ */
+void decode_find_stack_events(struct decoder_segment *s);
+
+/* Whether events of this type come with a stack (decode_find_stack_events()). */
+bool decode_wants_stack(const struct decoder_segment *s, int type);
+
+/*
+ * The frames of a kernel_stack entry (size bytes at data) into ev, in
+ * *ips (grown as needed, *ips_cap entries). Returns 0 or -ENOMEM.
+ */
+int decode_read_callers(const struct decoder_segment *s, const void *data, int size,
+			uint64_t **ips, size_t *ips_cap, struct decoded_event *ev);
+
+/*
+ * Resolve the stack_id or stack_ref entry at data (ev's kind, cpu and ts
+ * set) into ev; with refuse, only read its id and leave it unresolved for
+ * that reason (not counted by the stack table).
+ */
+void decode_resolve_ref(struct decoder_segment *s, const void *data, struct decoded_event *ev,
+			const char *refuse);
 
 #endif

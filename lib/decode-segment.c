@@ -626,6 +626,8 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
 	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");
+	s->stack_type[DECODED_STACK_MISSING] = -1;
+	decode_find_stack_events(s);
 
 	s->rd = steal_ptr(rd);
 	*ret = steal_ptr(s);

@@ -68,6 +68,16 @@ struct cursor {
 	struct tep_event *owner;
 	uint64_t *ips;
 	size_t ips_cap;
+
+	/*
+	 * The last event wants a stack that has not come yet (want), and a
+	 * strict generation boundary passed since (crossed): tracing was
+	 * paused in between. missing: say so before the next event.
+	 */
+	bool want, crossed, missing;
+	uint64_t want_ts;
+	struct tep_event *want_event;
+	size_t want_seg;
 };
 
 struct seg_slot {
@@ -106,6 +116,11 @@ struct decoder {
 	struct decoder_filter filter;
 	uint64_t frames_read;		/* by closed segments */
 	uint64_t bad_events;		/* events whose fields do not fit their record */
+	/*
+	 * Stacks lost in a strict reset pause (DECODED_STACK_MISSING), and
+	 * stack ids written after the boundary that followed their event
+	 */
+	uint64_t missing;
 };
 
 int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
@@ -187,6 +202,8 @@ static void add_stats(struct stacktab_stats *to, const struct stacktab *t)
 void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret)
 {
 	*ret = d->stats;
+	/* a stack lost in a reset pause would have been a kernel stack id */
+	ret->unresolved[STACKTAB_KERNEL_ID] += d->missing;
 	for (size_t i = d->cur; i < d->nr_segs; i++)
 		if (d->segs[i].s)
 			add_stats(ret, d->segs[i].s->tab);
@@ -390,6 +407,9 @@ static int cursor_leave(struct decoder *d, struct cursor *c)
 {
 	d->segs[c->seg].users--;
 	c->owner = NULL;
+	/* the segment ends after a boundary, before the stack: it is lost */
+	c->missing = c->want && c->crossed;
+	c->want = c->crossed = false;
 	if (c->seg + 1 >= d->nr_segs) {
 		c->state = CURSOR_DONE;
 		return 0;
@@ -510,6 +530,18 @@ static bool event_fits(struct decoder *d, struct cursor *c, struct decoder_segme
 	return false;
 }
 
+/* Whether c's head (data, size set) is a stack entry of s. */
+static bool head_is_stack(const struct decoder_segment *s, const struct cursor *c)
+{
+	struct tep_record rec = { .data = c->data, .size = c->size };
+	int type = tep_data_type(s->tep, &rec);
+
+	for (int k = DECODED_KERNEL_STACK; k <= DECODED_STACK_REF; k++)
+		if (type == s->stack_type[k])
+			return true;
+	return false;
+}
+
 /* Find c's next event: afterwards c has a head, or is parked or done. 0 or -ENOMEM. */
 static int cursor_next(struct decoder *d, struct cursor *c)
 {
@@ -540,6 +572,8 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 				c->size = size;
 				c->ts = ts;
 				c->has_head = true;
+				if (c->want && c->crossed && !head_is_stack(s, c))
+					c->missing = true;
 				return 0;
 			}
 			r = -EBADMSG;
@@ -570,6 +604,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 		if (r < 0)
 			return r;
 		if (r > 0 && it->boundary) {
+			c->crossed = c->want;
 			r = stacktab_cpu_boundary(s->tab, c->cpu, it->generation);
 			free(it);
 			if (r == -ENOMEM)
@@ -626,75 +661,10 @@ static int advance_window(struct decoder *d)
 	return 0;
 }
 
-static int read_callers(const struct decoder_segment *s, struct cursor *c,
-			struct decoded_event *ev)
-{
-	const uint8_t *base = c->data;
-	size_t avail = 0, n;
-	unsigned long long v;
-	uint64_t term = s->long_size == 8 ? UINT64_MAX : UINT32_MAX;
-
-	if (!s->caller_field) {
-		ev->unresolved_reason = "no format for kernel_stack";
-		return 0;
-	}
-	if ((size_t)c->size > (size_t)s->caller_field->offset)
-		avail = ((size_t)c->size - (size_t)s->caller_field->offset) / s->long_size;
-	if (s->size_field && s->size_field->offset >= 0 && s->size_field->size > 0 &&
-	    (uint64_t)s->size_field->offset + (uint64_t)s->size_field->size <= (uint64_t)c->size &&
-	    tep_read_number_field(s->size_field, c->data, &v) == 0 && v > 0 && v < avail)
-		avail = (size_t)v;
-	avail = MIN(avail, (size_t)STACKTAB_MAX_DEPTH);
-	if (avail > c->ips_cap) {
-		uint64_t *ips = realloc(c->ips, sizeof(*ips) * avail);
-
-		if (!ips)
-			return -ENOMEM;
-		c->ips = ips;
-		c->ips_cap = avail;
-	}
-	for (n = 0; n < avail; n++) {
-		v = tep_read_number(s->tep, base + s->caller_field->offset + n * s->long_size,
-				    (int)s->long_size);
-		if (v == 0 || v == term)
-			break;
-		c->ips[n] = v;
-	}
-	ev->resolved = true;
-	ev->nr = (uint16_t)n;
-	ev->ips = c->ips;
-	return 0;
-}
-
-static void resolve_ref(struct decoder_segment *s, const struct cursor *c,
-			struct decoded_event *ev)
-{
-	struct tep_format_field *field = ev->kind == DECODED_STACK_ID ? s->id_field : s->ref_field;
-	const struct stack_entry *e;
-	unsigned long long v;
-	const char *why;
-
-	if (!field || tep_read_number_field(field, c->data, &v) < 0) {
-		ev->unresolved_reason = "no format for the stack entry";
-		return;
-	}
-	ev->stack_id = (uint32_t)v;
-	if (stacktab_resolve(s->tab, c->cpu, c->ts,
-			     ev->kind == DECODED_STACK_ID ? STACKTAB_KERNEL_ID : STACKTAB_DAEMON_REF,
-			     ev->stack_id, &e, &why) > 0) {
-		ev->resolved = true;
-		ev->nr = e->nr;
-		ev->text = e->flags & SEGMENT_STACK_F_TEXT;
-		ev->ips = e->ips;
-		ev->frames = e->text;
-	} else
-		ev->unresolved_reason = why;
-}
-
 static int fill_event(struct decoder *d, struct cursor *c, struct decoded_event *ev)
 {
 	struct decoder_segment *s = d->segs[c->seg].s;
-	int type;
+	int type, r = 0;
 
 	d->record = (struct tep_record){
 		.ts = c->ts, .cpu = (int)c->cpu, .data = c->data, .size = c->size,
@@ -710,19 +680,49 @@ static int fill_event(struct decoder *d, struct cursor *c, struct decoded_event 
 
 	type = tep_data_type(s->tep, &d->record);
 	ev->event = tep_find_event(s->tep, type);
-	for (int k = DECODED_KERNEL_STACK; k < DECODED_STACK_MAX; k++)
+	for (int k = DECODED_KERNEL_STACK; k <= DECODED_STACK_REF; k++)
 		if (type == s->stack_type[k])
 			ev->kind = (enum decoded_stack)k;
 	if (ev->kind == DECODED_NOT_STACK) {
 		c->owner = ev->event;
+		c->want = decode_wants_stack(s, type);
+		c->crossed = false;
+		c->want_ts = c->ts;
+		c->want_event = ev->event;
+		c->want_seg = c->seg;
 		return 0;
 	}
 	ev->is_stack = true;
 	ev->owner = c->owner;
-	if (ev->kind == DECODED_KERNEL_STACK)
-		return read_callers(s, c, ev);
-	resolve_ref(s, c, ev);
-	return 0;
+	if (ev->kind == DECODED_KERNEL_STACK) {
+		r = decode_read_callers(s, c->data, c->size, &c->ips, &c->ips_cap, ev);
+	} else if (ev->kind == DECODED_STACK_ID && c->want && c->crossed) {
+		/* looked up before the pause, written after it: its generation is not known */
+		decode_resolve_ref(s, c->data, ev, "its event came before a strict generation boundary");
+		d->missing++;
+	} else {
+		decode_resolve_ref(s, c->data, ev, NULL);
+	}
+	c->want = c->crossed = false;
+	return r;
+}
+
+/* The stack that c's last event wanted never came: a DECODED_STACK_MISSING entry. */
+static void fill_missing(struct decoder *d, struct cursor *c, struct decoded_event *ev)
+{
+	struct decoder_segment *s = d->segs[c->want_seg].s;
+
+	if (!s)
+		s = d->segs[c->seg].s;
+	*ev = (struct decoded_event){
+		.cpu = c->cpu, .ts = c->want_ts, .segment = s ? s->path : d->segs[c->seg].path,
+		.seg = s, .tep = s ? s->tep : NULL, .kind = DECODED_STACK_MISSING,
+		.is_stack = true, .owner = c->want_event,
+		.unresolved_reason = "no stack: tracing was paused for a stack map reset before "
+				     "it was written",
+	};
+	c->missing = false;
+	d->missing++;
 }
 
 int decoder_next(struct decoder *d, struct decoded_event *ev)
@@ -742,6 +742,11 @@ int decoder_next(struct decoder *d, struct decoded_event *ev)
 			heap_down(d, 0);
 		else
 			heap_pop(d);
+		/* right after the event it belongs to, before any other */
+		if (c->missing) {
+			fill_missing(d, c, ev);
+			return 1;
+		}
 	}
 	for (;;) {
 		if (d->first_msg < d->nr_msgs) {

@@ -30,6 +30,13 @@ enum decoded_stack {
 	DECODED_KERNEL_STACK,	/* ftrace kernel_stack: the addresses are in the event */
 	DECODED_STACK_ID,	/* ftrace stack_id: a kernel stack map id */
 	DECODED_STACK_REF,	/* stackmapd stack_ref: an id in the daemon's stack table */
+	/*
+	 * No entry in the data: the event before it on its CPU wants a stack
+	 * (the segment's config records one with it), but tracing was paused
+	 * for a strict stack map reset before the kernel wrote it. Never
+	 * resolved; record and event are NULL, ts is that event's.
+	 */
+	DECODED_STACK_MISSING,
 	DECODED_STACK_MAX
 };
 

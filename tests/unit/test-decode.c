@@ -16,6 +16,7 @@
 #include <event-parse.h>
 #include <kbuffer.h>
 
+#include "audit.h"
 #include "buf.h"
 #include "decode.h"
 #include "helpers.h"
@@ -707,6 +708,169 @@ static void test_stack_ids(void)
 	}
 }
 
+/* ---- stacks lost in a strict reset pause ---- */
+
+static const char tock_format[] =
+	"name: tock\nID: 31\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"n=%d\", REC->n\n";
+
+struct synth_entry {
+	uint8_t type;		/* 30 tick, 31 tock, 20 stack_id 5 */
+	uint64_t ts;
+};
+
+/* One compacted page of the given 12-byte entries. */
+static void add_entries(struct segment_writer *w, unsigned cpu, const struct synth_entry *e,
+			size_t n)
+{
+	uint8_t pg[PAGE] = {};
+	size_t off = 16;
+	uint64_t prev = e[0].ts;
+
+	put_le64(pg, e[0].ts);
+	for (size_t i = 0; i < n; i++) {
+		put_le32(pg + off, (uint32_t)(e[i].ts - prev) << 5 | 3);
+		pg[off + 4] = e[i].type;
+		put_le32(pg + off + 8, 1000 + cpu);
+		put_le32(pg + off + 12, e[i].type == 20 ? 5 : (uint32_t)i);
+		off += 16;
+		prev = e[i].ts;
+	}
+	put_le64(pg + 8, off - 16);
+	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, cpu, pg, off, 0, NULL) == 0);
+}
+
+#define ENTRIES(...) (const struct synth_entry[]){ __VA_ARGS__ }, \
+	ARRAY_SIZE(((const struct synth_entry[]){ __VA_ARGS__ }))
+
+static char *lost_stack_segment(void)
+{
+	static const char conf[] = "[trace]\nevents = test:tick test:tock\nstacktrace = test:tick\n";
+	struct segment_writer *w;
+	struct buf stacks = {};
+	char *path;
+
+	w = seg_open("00000010-l", "stack_id_event_id=20\nstack_mode=stackmap\n");
+	CHECK(segment_writer_append_file(w, "events/ftrace/stack_id/format", stack_id_format,
+					 strlen(stack_id_format), 0) == 0);
+	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
+					 strlen(tick_format), 0) == 0);
+	CHECK(segment_writer_append_file(w, "events/test/tock/format", tock_format,
+					 strlen(tock_format), 0) == 0);
+	CHECK(segment_writer_append_file(w, "config", conf, strlen(conf), 0) == 0);
+	/* CPU 0: tick 20 loses its stack in the pause before boundary 2 */
+	add_entries(w, 0, ENTRIES({ 30, 10 }, { 20, 11 }, { 30, 20 }));
+	add_gen(w, 0, 2, 1, 0, 0);
+	add_entries(w, 0, ENTRIES({ 30, 30 }, { 20, 31 }, { 30, 40 }));
+	/* tick 40's id was looked up before the pause, written after it */
+	add_gen(w, 0, 3, 2, 0, 0);
+	add_entries(w, 0, ENTRIES({ 20, 45 }, { 30, 50 }, { 20, 51 }, { 30, 60 }));
+	/* the segment ends after a boundary, before tick 60's stack */
+	add_gen(w, 0, 4, 3, 0, 0);
+	/* CPU 1: none lost: no boundary after tick 15, tock has no stack, tick 25 has one */
+	add_entries(w, 1, ENTRIES({ 30, 15 }, { 30, 25 }, { 20, 26 }, { 31, 55 }));
+	add_gen(w, 1, 2, 1, 0, 0);
+	add_entries(w, 1, ENTRIES({ 30, 65 }, { 20, 66 }));
+	for (uint32_t gen = 1; gen <= 4; gen++) {
+		uint64_t ips[2] = { 0xa1 + 0x10 * (gen - 1), 0xffffffff81000000 };
+		struct stack_entry e = { .generation = gen, .id = 5, .refs = 1, .nr = 2, .ips = ips };
+
+		CHECK(stacktab_encode(&stacks, &e) == 0);
+	}
+	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data, stacks.len,
+				    1, NULL) == 0);
+	buf_done(&stacks);
+	path = seg_finish(w);
+	return path;
+}
+
+static void test_lost_stacks(void)
+{
+	_cleanup_free_ char *path = lost_stack_segment(), *hp = NULL;
+	static const char *const lost = "no stack: tracing was paused for a stack map reset "
+					"before it was written";
+	const struct {
+		unsigned cpu;
+		uint64_t ts;
+		enum decoded_stack kind;
+		uint64_t frame;		/* 0: unresolved */
+		const char *reason;
+	} expect[] = {
+		{ 0, 11, DECODED_STACK_ID, 0xa1, NULL },
+		{ 0, 20, DECODED_STACK_MISSING, 0, NULL },
+		{ 1, 26, DECODED_STACK_ID, 0xa1, NULL },
+		{ 0, 31, DECODED_STACK_ID, 0xb1, NULL },
+		{ 0, 45, DECODED_STACK_ID, 0, "its event came before a strict generation boundary" },
+		{ 0, 51, DECODED_STACK_ID, 0xc1, NULL },
+		{ 0, 60, DECODED_STACK_MISSING, 0, NULL },
+		{ 1, 66, DECODED_STACK_ID, 0xb1, NULL },
+	};
+	struct stacktab_stats st;
+	struct page_layout layout;
+	struct decoded_event ev;
+	struct decoder *d;
+	uint64_t audited = 0, unresolved = 0;
+	unsigned prev_cpu = 99;
+	uint64_t prev_ts = 0;
+	size_t k = 0;
+	int r;
+
+	CHECK(decoder_open((const char *const[]){ path }, 1, &d) == 0);
+	while ((r = decoder_next(d, &ev)) != 0) {
+		CHECK_MSG(r > 0, "%s", decoder_error(d));
+		if (r < 0)
+			continue;
+		if (!ev.is_stack) {
+			prev_cpu = ev.cpu;
+			prev_ts = ev.ts;
+			continue;
+		}
+		if (k >= ARRAY_SIZE(expect)) {
+			CHECK(!"too many stacks");
+			continue;
+		}
+		CHECK_MSG(ev.cpu == expect[k].cpu && ev.ts == expect[k].ts &&
+			  ev.kind == expect[k].kind, "%zu: cpu %u ts %lu kind %d", k, ev.cpu,
+			  (unsigned long)ev.ts, ev.kind);
+		/* right after the event it belongs to, which it names */
+		CHECK_MSG(prev_cpu == ev.cpu && ev.owner && streq(ev.owner->name, "tick"), "%zu", k);
+		if (ev.kind == DECODED_STACK_MISSING)
+			CHECK(prev_ts == ev.ts && !ev.resolved && !ev.record &&
+			      streq(ev.unresolved_reason, lost));
+		else if (expect[k].frame)
+			CHECK_MSG(ev.resolved && ev.ips[0] == expect[k].frame, "%zu: %s", k,
+				  ev.resolved ? "wrong frames" : ev.unresolved_reason);
+		else
+			CHECK_MSG(!ev.resolved && streq(ev.unresolved_reason, expect[k].reason),
+				  "%zu: %s", k, ev.resolved ? "resolved" : ev.unresolved_reason);
+		prev_cpu = 99;
+		k++;
+	}
+	CHECK_MSG(k == ARRAY_SIZE(expect), "%zu stacks", k);
+	decoder_get_stats(d, &st);
+	CHECK_MSG(st.unresolved[STACKTAB_KERNEL_ID] == 3 && st.resolved[STACKTAB_KERNEL_ID] == 5,
+		  "%lu unresolved, %lu resolved", (unsigned long)st.unresolved[STACKTAB_KERNEL_ID],
+		  (unsigned long)st.resolved[STACKTAB_KERNEL_ID]);
+	decoder_free(d);
+
+	/* the daemon's count for the index and status says the same */
+	hp = test_page_data("header_page", NULL);
+	CHECK(page_layout_parse(hp, &layout) == 0);
+	layout.page_size = PAGE;
+	layout.kernel_stack_id = 4;
+	layout.stack_id_id = 20;
+	layout.print_id = 5;
+	layout.stack_ref_id = -1;
+	CHECK(audit_unresolved(path, &layout, &audited, &unresolved) == 0);
+	CHECK_MSG(audited == 8 && unresolved == 3, "%lu of %lu", (unsigned long)unresolved,
+		  (unsigned long)audited);
+}
+
 /* Decode one segment to its end; returns the events, *ret_errors the problems reported. */
 static size_t decode_count(const char *path, size_t *ret_errors, uint64_t *ret_bad_pages,
 			   bool *ret_saw_offset, uint64_t rec_off)
@@ -894,6 +1058,7 @@ int main(void)
 	test_damaged();
 	test_stack_refs();
 	test_stack_ids();
+	test_lost_stacks();
 	test_open_errors();
 	test_hostile_page();
 	test_live_symbols();

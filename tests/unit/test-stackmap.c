@@ -14,6 +14,7 @@
 #include "config.h"
 #include "helpers.h"
 #include "segment.h"
+#include "stackmap-internal.h"
 #include "stackmap.h"
 #include "stacktab.h"
 #include "util.h"
@@ -1171,6 +1172,61 @@ static void test_marker_key(void)
 	CHECK(len == 7);
 }
 
+/*
+ * stack_map says EBUSY while another reset runs. A plain file cannot, so
+ * the write of the reset is replaced: busy for busy_left calls, then done.
+ */
+static int busy_left, busy_calls;
+
+static int busy_write(int fd)
+{
+	busy_calls++;
+	if (busy_left > 0) {
+		busy_left--;
+		return -EBUSY;
+	}
+	return write_all(fd, "0", 1);
+}
+
+static void test_reset_busy(void)
+{
+	_cleanup_free_ char *dir = new_tree();
+	struct stackmap *sm = NULL;
+	struct stackmap_stats st;
+	struct config c;
+	struct buf b = {};
+
+	test_config(&c);
+	put_map(dir, map_a, ARRAY_SIZE(map_a), 100);
+	CHECK(stackmap_new(dir, &c, &sm) == 0);
+	CHECK(stackmap_start(sm, NULL) == 0);
+	sm->write_reset = busy_write;
+
+	/* busy through every retry: given up, counted, the generation goes on */
+	busy_left = 1000;
+	busy_calls = 0;
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	CHECK(stackmap_write_reset(sm) == -EBUSY);
+	CHECK_MSG(busy_calls > 1, "%d", busy_calls);
+	stackmap_get_stats(sm, &st);
+	CHECK(st.reset_busy == 1 && st.resets_own == 0 && st.generation == 1);
+	CHECK(stackmap_stats_format(sm, &b) == 0);
+	CHECK(b.data && strstr((const char *)b.data, "\nstackmap_reset_busy=1\n"));
+	buf_done(&b);
+	CHECK(stackmap_snapshot(sm, 1) == 0);
+
+	/* busy twice, then free: the reset is made and nothing more is counted */
+	busy_left = 2;
+	busy_calls = 0;
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	CHECK(stackmap_write_reset(sm) == 0);
+	CHECK(busy_calls == 3);
+	stackmap_get_stats(sm, &st);
+	CHECK(st.reset_busy == 1);
+	stackmap_free(sm);
+	test_rmtree(dir);
+}
+
 int main(void)
 {
 	const char *s = getenv("top_srcdir");
@@ -1187,6 +1243,7 @@ int main(void)
 	test_policy();
 	test_many_generations();
 	test_marker_key();
+	test_reset_busy();
 	free(srcdir);
 	return tests_done("test-stackmap");
 }

@@ -11,7 +11,7 @@ timestamp. The stacks of matched events are compared by function names.
 
   compare-oracle.py --archive REPORT --oracle REPORT --kallsyms FILE
                     [--ids IDS --map STACK_MAP] [--label NAME]
-                    [--max-unresolved FRACTION] [--min-events N]
+                    [--max-unresolved FRACTION] [--max-lost FRACTION] [--min-events N]
 
 REPORT: `stackmapctl report` output. IDS: smdump-ids output for the same
 segments as --archive (the raw stack reference of every stack entry, in
@@ -19,10 +19,16 @@ report order); with STACK_MAP (one `cat stack_map` at the end of the run)
 it gives the naive figure: every stack_id resolved with that one dump,
 ignoring generations, which is what a resolver without generations does.
 
+An event whose stack the kernel never wrote (tracing paused for a strict
+reset between the event and its stack) is followed in the report by a bare
+`=> <unresolved: ...>` line: it counts as unresolved, "lost", not as an
+event without a stack.
+
 Prints one line of figures. Exit status: 0 when no matched event has a
-wrong stack, the unresolved fraction is below --max-unresolved (default
-0.001) and at least --min-events events matched; 1 otherwise; 2 on usage
-errors or unreadable input.
+wrong stack, the fraction of stacks recorded but unresolved is below
+--max-unresolved (default 0.001; 0: none), the fraction lost is at most
+--max-lost (default 0: none) and at least --min-events events matched; 1
+otherwise; 2 on usage errors or unreadable input.
 """
 import argparse
 import bisect
@@ -97,10 +103,18 @@ def parse_report(path, syms):
     last = {}
     stacks = []              # (cpu, ts) of every stack entry, in report order
     cur = None
+    prev = None              # the event of the line before, if that was an event line
     with open(path, errors='replace') as f:
         for line in f:
             line = line.rstrip('\n')
+            if line.startswith('=> <unresolved: ') and cur is None and prev is not None and \
+               prev.stack_kind is None:
+                prev.stack_kind = 'lost'     # the kernel never wrote its stack
+                prev.unresolved = line[3:]
+                prev = None
+                continue
             if line.startswith('=> '):
+                prev = None
                 if cur is None:
                     continue
                 name = frame_name(line[3:], syms)
@@ -110,6 +124,7 @@ def parse_report(path, syms):
                 elif cur.unresolved is None:
                     cur.stack.append(name)
                 continue
+            prev = None
             if line.startswith('CPU:'):
                 continue
             m = EVENT.match(line)
@@ -134,6 +149,7 @@ def parse_report(path, syms):
             per_cpu[cpu].append(ev)
             last[cpu] = ev
             cur = None
+            prev = ev
     return per_cpu, stacks
 
 
@@ -252,6 +268,8 @@ def main():
                     'the map dump take their newest known stack')
     ap.add_argument('--label', default='archive')
     ap.add_argument('--max-unresolved', type=float, default=0.001)
+    ap.add_argument('--max-lost', type=float, default=0.0,
+                    help='fraction of stacks the kernel may not have written (reset pause)')
     ap.add_argument('--min-events', type=int, default=1000)
     ap.add_argument('--show', type=int, default=5, help='print this many wrong stacks')
     args = ap.parse_args()
@@ -290,7 +308,7 @@ def main():
                 one_map.setdefault(sid, st)
 
     events = sum(len(v) for v in arch.values())
-    with_stack = matched = right = wrong = unresolved = no_stack = 0
+    with_stack = matched = right = wrong = unresolved = no_stack = lost = 0
     ids = fallbacks = 0
     naive_right = naive_wrong = naive_missing = 0
     shown = 0
@@ -309,6 +327,10 @@ def main():
                 no_stack += 1
                 continue
             with_stack += 1
+            if a.stack_kind == 'lost':
+                lost += 1
+                unresolved += 1
+                continue
             if a.stack_kind == 'stack_id':
                 ids += 1
             else:
@@ -336,11 +358,14 @@ def main():
                 else:
                     naive_wrong += 1
 
-    frac = unresolved / with_stack if with_stack else 1.0
+    recorded = with_stack - lost
+    frac = (unresolved - lost) / recorded if recorded else 1.0
+    lost_frac = lost / with_stack if with_stack else 0.0
     print('%s: events %d matched %d with-stack %d (ids %d, full %d) right %d WRONG %d '
-          'unresolved %d (%.4f%%) no-stack %d; not recorded (oracle only) %d' %
-          (args.label, events, matched, with_stack, ids, fallbacks, right, wrong, unresolved,
-           100.0 * frac, no_stack, missed))
+          'unresolved %d (%.4f%% of those recorded; %d more lost in a reset pause) '
+          'no-stack %d; not recorded (oracle only) %d' %
+          (args.label, events, matched, with_stack, ids, fallbacks, right, wrong,
+           unresolved - lost, 100.0 * frac, lost, no_stack, missed))
     if naive_ids is not None:
         print('%s: naive (one map for all ids, generations ignored): right %d WRONG %d '
               'missing %d' %
@@ -353,12 +378,16 @@ def main():
         print('%s: FAIL: only %d events with stacks matched (want >= %d)' %
               (args.label, with_stack, args.min_events))
         ok = False
-    if args.max_unresolved == 0 and unresolved:
-        print('%s: FAIL: %d unresolved' % (args.label, unresolved))
+    if args.max_unresolved == 0 and unresolved - lost:
+        print('%s: FAIL: %d unresolved' % (args.label, unresolved - lost))
         ok = False
     elif args.max_unresolved > 0 and frac >= args.max_unresolved:
         print('%s: FAIL: unresolved %.4f%% (limit %.4f%%)' %
               (args.label, 100 * frac, 100 * args.max_unresolved))
+        ok = False
+    if lost_frac > args.max_lost:
+        print('%s: FAIL: %d stacks lost in reset pauses (%.4f%%, limit %.4f%%)' %
+              (args.label, lost, 100 * lost_frac, 100 * args.max_lost))
         ok = False
     return 0 if ok else 1
 

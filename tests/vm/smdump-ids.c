@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 	while ((r = decoder_next(d, &ev)) != 0) {
 		if (r == -ENOMEM)
 			return 1;
-		if (r < 0 || !ev.is_stack)
+		if (r < 0 || !ev.is_stack || ev.kind == DECODED_STACK_MISSING)
 			continue;
 		printf("%u %" PRIu64 " %s %" PRIu32 "\n", ev.cpu, ev.ts,
 		       ev.kind == DECODED_STACK_ID ? "id" : ev.kind == DECODED_STACK_REF ? "ref" : "full",

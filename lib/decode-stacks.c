@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The stack entries of a segment's events for the decoder
+ * (decode-internal.h): which events were recorded with a stack (from the
+ * config stored in the segment), the frames of a kernel_stack entry, and
+ * the resolution of stack_id and stack_ref entries through the segment's
+ * stack table. The decoder's cursors use these to tell an event whose
+ * stack never came (tracing paused for a strict reset between the event
+ * and its stack) from one recorded without a stack.
+ */
+#include <event-parse.h>
+
+#include "config.h"
+#include "decode-internal.h"
+#include "stacktab.h"
+#include "util.h"
+
+void decode_find_stack_events(struct decoder_segment *s)
+{
+	const char *text = NULL;
+	struct config c;
+
+	for (size_t i = 0; i < s->nr_files && !text; i++)
+		if (streq(s->files[i].name, "config"))
+			text = s->files[i].data;
+	if (!text || config_init(&c) < 0)
+		return;
+	/* a config this reader cannot parse: no event is known to want a stack */
+	if (config_load_string(&c, "config", text, NULL) >= 0) {
+		for (unsigned i = 0; i < c.nr_events; i++) {
+			const struct config_event *ev = &c.events[i];
+			struct tep_event *e;
+
+			if (!c.stacktrace_all && !ev->stacktrace)
+				continue;
+			e = tep_find_event_by_name(s->tep, ev->system, ev->name);
+			if (e && e->id >= 0 && e->id < DECODE_MAX_EVENT_TYPES)
+				s->wants_stack[e->id / 8] |= (uint8_t)(1u << (e->id % 8));
+		}
+	}
+	config_done(&c);
+}
+
+bool decode_wants_stack(const struct decoder_segment *s, int type)
+{
+	return type >= 0 && type < DECODE_MAX_EVENT_TYPES &&
+	       (s->wants_stack[type / 8] & (1u << (type % 8)));
+}
+
+int decode_read_callers(const struct decoder_segment *s, const void *data, int size,
+			uint64_t **ips, size_t *ips_cap, struct decoded_event *ev)
+{
+	const uint8_t *base = data;
+	size_t avail = 0, n;
+	unsigned long long v;
+	uint64_t term = s->long_size == 8 ? UINT64_MAX : UINT32_MAX;
+
+	if (!s->caller_field) {
+		ev->unresolved_reason = "no format for kernel_stack";
+		return 0;
+	}
+	if ((size_t)size > (size_t)s->caller_field->offset)
+		avail = ((size_t)size - (size_t)s->caller_field->offset) / s->long_size;
+	if (s->size_field && s->size_field->offset >= 0 && s->size_field->size > 0 &&
+	    (uint64_t)s->size_field->offset + (uint64_t)s->size_field->size <= (uint64_t)size &&
+	    tep_read_number_field(s->size_field, data, &v) == 0 && v > 0 && v < avail)
+		avail = (size_t)v;
+	avail = MIN(avail, (size_t)STACKTAB_MAX_DEPTH);
+	if (avail > *ips_cap) {
+		uint64_t *n_ips = realloc(*ips, sizeof(*n_ips) * avail);
+
+		if (!n_ips)
+			return -ENOMEM;
+		*ips = n_ips;
+		*ips_cap = avail;
+	}
+	for (n = 0; n < avail; n++) {
+		v = tep_read_number(s->tep, base + s->caller_field->offset + n * s->long_size,
+				    (int)s->long_size);
+		if (v == 0 || v == term)
+			break;
+		(*ips)[n] = v;
+	}
+	ev->resolved = true;
+	ev->nr = (uint16_t)n;
+	ev->ips = *ips;
+	return 0;
+}
+
+void decode_resolve_ref(struct decoder_segment *s, const void *data, struct decoded_event *ev,
+			const char *refuse)
+{
+	struct tep_format_field *field = ev->kind == DECODED_STACK_ID ? s->id_field : s->ref_field;
+	const struct stack_entry *e;
+	unsigned long long v;
+	const char *why;
+
+	if (!field || tep_read_number_field(field, data, &v) < 0) {
+		ev->unresolved_reason = "no format for the stack entry";
+		return;
+	}
+	ev->stack_id = (uint32_t)v;
+	if (refuse)
+		ev->unresolved_reason = refuse;
+	else if (stacktab_resolve(s->tab, ev->cpu, ev->ts,
+			     ev->kind == DECODED_STACK_ID ? STACKTAB_KERNEL_ID : STACKTAB_DAEMON_REF,
+			     ev->stack_id, &e, &why) > 0) {
+		ev->resolved = true;
+		ev->nr = e->nr;
+		ev->text = e->flags & SEGMENT_STACK_F_TEXT;
+		ev->ips = e->ips;
+		ev->frames = e->text;
+	} else
+		ev->unresolved_reason = why;
+}
