@@ -155,6 +155,8 @@ static int stacks_one(const char *path, bool json)
 		log_err("%s", err);
 		ret = 1;
 	}
+	if ((err = decoder_segment_unfinished(seg)))
+		log_notice("%s", err);
 
 	if (json) {
 		json_writer_init(&w, SIZE_MAX);

@@ -585,6 +585,11 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 			const char *msg = decoder_error(d) ?: strerror(-r);
 
 			st->seg = NULL;
+			if (r == -EINPROGRESS) {
+				if (!s->quiet_unfinished)
+					log_notice("%s", msg);
+				continue;
+			}
 			if (s->quiet_unfinished && r != -ENOMEM && strstr(msg, SEGMENT_PART_SUFFIX))
 				continue;
 			damaged = true;

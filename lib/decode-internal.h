@@ -68,6 +68,7 @@ struct decoder_segment {
 	char *path;
 	char *errors[DECODE_MAX_ERRORS];
 	size_t nr_errors;
+	char *unfinished;		/* a .part without its trailer: read as far as it goes */
 	struct tep_handle *tep;
 	const struct ksyms *ks;		/* own_ks, or the running kernel's (ksyms_live_for_boot()) */
 	struct ksyms *own_ks;		/* the segment's kallsyms subset */

@@ -32,6 +32,14 @@
 
 /* ---- first pass ---- */
 
+/* Named like the segment the daemon is writing. */
+static bool is_part(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return segment_name_is_part(base ? base + 1 : path);
+}
+
 void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -48,6 +56,11 @@ void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...)
 const char *decoder_segment_error(const struct decoder_segment *s, size_t i)
 {
 	return i < s->nr_errors ? s->errors[i] : NULL;
+}
+
+const char *decoder_segment_unfinished(const struct decoder_segment *s)
+{
+	return s->unfinished;
 }
 
 struct stacktab *decoder_segment_stacktab(const struct decoder_segment *s)
@@ -95,6 +108,7 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 	segment_meta_done(&s->meta);
 	for (size_t i = 0; i < s->nr_errors; i++)
 		free(s->errors[i]);
+	free(s->unfinished);
 	if (s->tep)
 		tep_free(s->tep);
 	ksyms_free(s->own_ks);
@@ -576,6 +590,12 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 			return r;
 		if (r < 0) {
 			s->data_end = segment_reader_error_offset(rd);
+			if (r == -EBADMSG && segment_reader_cut_short(rd) && is_part(path)) {
+				/* the record the daemon is writing right now */
+				s->data_end = segment_reader_good_offset(rd);
+				clean_end = true;
+				break;
+			}
 			if (r == -EBADMSG)
 				decoder_segment_add_error(s, "'%s': damaged at offset %" PRIu64 ": %s; the data after it is lost",
 					  path, s->data_end, segment_reader_error(rd));
@@ -609,7 +629,12 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 	}
 
 	if (clean_end) {
-		if (!segment_reader_complete(rd))
+		/* the segment being written (or left by a crash, recovered at the next start) */
+		if (!segment_reader_complete(rd) && is_part(path)) {
+			if (asprintf(&s->unfinished, "'%s': unfinished (being written, or left by a "
+				     "crash): read up to offset %" PRIu64, path, s->data_end) < 0)
+				s->unfinished = NULL;
+		} else if (!segment_reader_complete(rd))
 			decoder_segment_add_error(s, "'%s': incomplete (no trailer): the data ends at offset %" PRIu64,
 				  path, s->data_end);
 		else if (idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED))

@@ -375,6 +375,8 @@ static int slot_close(struct decoder *d, size_t k)
 		r = push_msg(d, slot->open_error, steal_ptr(slot->open_message));
 	}
 	if (slot->s) {
+		if (slot->s->unfinished)
+			r = push_msg(d, -EINPROGRESS, steal_ptr(slot->s->unfinished));
 		for (size_t i = 0; r >= 0 && i < slot->s->nr_errors; i++)
 			r = push_msg(d, -EBADMSG, steal_ptr(slot->s->errors[i]));
 		add_stats(&d->stats, slot->s->tab);

@@ -116,6 +116,8 @@ int decoder_open(const char *const *paths, size_t n, struct decoder **ret);
  * The next event in timestamp order (ties: lower CPU first) into *ev.
  * Returns 1 for an event, 0 at the end of all segments, or a negative errno:
  *   -ENOMEM: fatal, stop.
+ *   -EINPROGRESS: not a problem: a segment was unfinished (see
+ *   decoder_segment_unfinished()); decoder_error() says so.
  *   anything else: one segment was unreadable, corrupt or truncated; every
  *   event before the damage has been returned, decoder_error() describes
  *   it, and decoding continues with the following call.
@@ -184,6 +186,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct decoder_segment *, decoder_segment_free);
  * last one; decoder_segment_error(s, 0) == NULL means intact. Borrowed.
  */
 const char *decoder_segment_error(const struct decoder_segment *s, size_t i);
+
+/*
+ * For an unfinished segment file (named *.smseg.part: the one the daemon
+ * is writing, or one a crash left for the next start to recover) that
+ * ends cleanly after its last complete record: a note saying so, which is
+ * not a problem (not among decoder_segment_error()); NULL otherwise.
+ * Borrowed. decoder_next() reports it as -EINPROGRESS.
+ */
+const char *decoder_segment_unfinished(const struct decoder_segment *s);
 
 /* The segment's stack table. Borrowed. */
 struct stacktab *decoder_segment_stacktab(const struct decoder_segment *s);

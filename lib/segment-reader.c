@@ -40,6 +40,7 @@ struct segment_reader {
 	struct segment_index index;
 	int state;		/* 0 reading, 1 at the end, < 0 failed (sticky) */
 	uint64_t err_off;
+	bool cut_short;		/* the error is a record running past the end of the file */
 	uint32_t max_raw;	/* 0: SEGMENT_MAX_RAW */
 	char err[192];
 	ZSTD_DCtx *dctx;
@@ -85,6 +86,13 @@ _printf_(3, 4) static int bad(struct segment_reader *r, uint64_t off, const char
 	return -EBADMSG;
 }
 
+/* err (from bad()) for a record that runs past the end of the file. */
+static int cut_short(struct segment_reader *r, int err)
+{
+	r->cut_short = true;
+	return err;
+}
+
 /* pread() up to len bytes at off; returns the number read (short only at EOF) or -errno. */
 static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -116,14 +124,14 @@ static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
 	ssize_t n;
 
 	if (avail < SEGMENT_REC_HDR_SIZE)
-		return bad(r, off, "truncated record header: %" PRIu64 " of %d bytes", avail,
-			   SEGMENT_REC_HDR_SIZE);
+		return cut_short(r, bad(r, off, "truncated record header: %" PRIu64 " of %d bytes", avail,
+			   SEGMENT_REC_HDR_SIZE));
 	n = pread_full(r->fd, p, sizeof(p), off);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < sizeof(p))
-		return bad(r, off, "truncated record header: %zd of %d bytes (file shrank)", n,
-			   SEGMENT_REC_HDR_SIZE);
+		return cut_short(r, bad(r, off, "truncated record header: %zd of %d bytes (file shrank)", n,
+			   SEGMENT_REC_HDR_SIZE));
 	if (get_le32(p) != SEGMENT_REC_MAGIC)
 		return bad(r, off, "bad record magic 0x%08" PRIx32, get_le32(p));
 	if (get_le32(p + 28) != crc32c(0, p, 28))
@@ -269,8 +277,8 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 		return k;
 	avail -= SEGMENT_REC_HDR_SIZE;
 	if (h->stored_len > avail)
-		return bad(r, off, "truncated record payload: %" PRIu64 " of %" PRIu32 " bytes",
-			   avail, h->stored_len);
+		return cut_short(r, bad(r, off, "truncated record payload: %" PRIu64 " of %" PRIu32 " bytes",
+			   avail, h->stored_len));
 	if (r->complete && off < r->index_off &&
 	    off + SEGMENT_REC_HDR_SIZE + h->stored_len > r->index_off)
 		return bad(r, off, "record overlaps the INDEX record at offset %" PRIu64,
@@ -289,9 +297,9 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < h->stored_len)
-		return bad(r, off,
+		return cut_short(r, bad(r, off,
 			   "truncated record payload: %zd of %" PRIu32 " bytes (file shrank)", n,
-			   h->stored_len);
+			   h->stored_len));
 	if (crc32c(0, payload, h->stored_len) != h->payload_crc)
 		return bad(r, off, "record payload CRC mismatch");
 	data = payload;
@@ -488,6 +496,11 @@ int segment_reader_next(struct segment_reader *r, struct segment_record *rec)
 void segment_reader_set_max_raw(struct segment_reader *r, uint32_t max_raw)
 {
 	r->max_raw = max_raw;
+}
+
+bool segment_reader_cut_short(const struct segment_reader *r)
+{
+	return r->state == -EBADMSG && r->cut_short;
 }
 
 uint64_t segment_reader_error_offset(const struct segment_reader *r)

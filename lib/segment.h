@@ -222,6 +222,13 @@ int segment_reader_next(struct segment_reader *r, struct segment_record *rec);
 uint64_t segment_reader_error_offset(const struct segment_reader *r);
 const char *segment_reader_error(const struct segment_reader *r);
 
+/*
+ * After -EBADMSG: true when the error is only that the last record runs
+ * past the end of the file (a writer's unfinished tail, or a file cut
+ * short), with everything before it intact.
+ */
+bool segment_reader_cut_short(const struct segment_reader *r);
+
 /* Offset just past the last valid record read so far. */
 uint64_t segment_reader_good_offset(const struct segment_reader *r);
 

@@ -421,6 +421,12 @@ static void test_damaged(void)
 
 		CHECK(decoder_open((const char *const[]){ p1, p2, missing, part }, 4, &d) == 0);
 		while ((r = decoder_next(d, &ev)) != 0) {
+			if (r == -EINPROGRESS) {
+				/* not an error: the segment a writer has not finished */
+				saw_part = strstr(decoder_error(d), part) &&
+					   strstr(decoder_error(d), "unfinished");
+				continue;
+			}
 			if (r < 0) {
 				const char *e = decoder_error(d);
 				char off[32];
@@ -431,8 +437,6 @@ static void test_damaged(void)
 					saw_damage = true;
 				if (strstr(e, missing))
 					saw_missing = true;
-				if (strstr(e, part) && strstr(e, "incomplete"))
-					saw_part = true;
 				continue;
 			}
 			events++;
@@ -444,7 +448,7 @@ static void test_damaged(void)
 		}
 		decoder_free(d);
 		CHECK(saw_damage && saw_missing && saw_part);
-		CHECK_MSG(errors == 3, "%zu", errors);
+		CHECK_MSG(errors == 2, "%zu", errors);
 		CHECK(cpu1_after == 0);
 		CHECK_MSG(events == nr_refs - lost + part_events, "%zu %zu", events,
 			  nr_refs - lost + part_events);
@@ -470,6 +474,34 @@ static void test_damaged(void)
 		CHECK(last == -EBADMSG);
 		CHECK_MSG(events == expect, "%zu %zu", events, expect);
 		decoder_free(d);
+	}
+
+	/*
+	 * The writer's record cut short at the end of the file: the tail of the
+	 * segment being written, not damage; the same cut in a finished
+	 * segment's name is damage.
+	 */
+	for (int named_part = 0; named_part <= 1; named_part++) {
+		_cleanup_free_ char *cut = NULL, *data = NULL;
+		struct decoder *d;
+		struct decoded_event ev;
+		size_t len = 0;
+		int r, out, notes = 0, damage = 0;
+
+		CHECK(strprintf(&cut, "%s/00000009-cut%s", dir,
+				named_part ? SEGMENT_PART_SUFFIX : SEGMENT_SUFFIX) == 0);
+		CHECK(read_file(part, &data, &len) == 0 && len > 7);
+		out = open(cut, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		CHECK(out >= 0 && write(out, data, len - 7) == (ssize_t)(len - 7));
+		close(out);
+		CHECK(decoder_open((const char *const[]){ cut }, 1, &d) == 0);
+		while ((r = decoder_next(d, &ev)) != 0) {
+			notes += r == -EINPROGRESS;
+			damage += r < 0 && r != -EINPROGRESS;
+		}
+		decoder_free(d);
+		CHECK_MSG(notes == named_part && damage == !named_part, "%s: %d notes, %d errors",
+			  cut, notes, damage);
 	}
 }
 

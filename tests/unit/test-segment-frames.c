@@ -312,7 +312,7 @@ static void test_seek(const char *path, const char *part)
 	f.until = frames[12].last_ts;
 	n = decode(part, &f, &errors);
 	CHECK_MSG(n == NR_PAGES, "%" PRIu64 " frames read", n);
-	CHECK(errors == 1);	/* "incomplete (no trailer)" */
+	CHECK(errors == 1);	/* the note that it is unfinished */
 	{
 		_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 		const struct segment_seek *seek;
