@@ -94,13 +94,19 @@ total=$(awk '{n += $NF} END {print n}' "$tmp/folded.txt")
 grep -q '^sched_switch;' "$tmp/folded-switch.txt" || fail "folded --event printed no sched_switch stacks"
 grep -v '^sched_switch;' "$tmp/folded-switch.txt" && fail "folded --event let other events through"
 
-# a segment cut short: what precedes the cut, an error naming the file, exit 1
+# a finished segment cut short: what precedes the cut, an error naming the file, exit 1
 size=$(stat -c %s "$plain")
-head -c $((size / 2)) "$plain" > "$tmp/cut.smseg.part"
-"$STACKMAPCTL" report "$tmp/cut.smseg.part" > "$tmp/cut.txt" 2> "$tmp/cut.err"
+head -c $((size / 2)) "$plain" > "$tmp/cut.smseg"
+"$STACKMAPCTL" report "$tmp/cut.smseg" > "$tmp/cut.txt" 2> "$tmp/cut.err"
 rc=$?
 [ $rc = 1 ] || fail "report of a cut segment exited $rc"
-grep -q "cut.smseg.part" "$tmp/cut.err" || fail "no error for the cut segment: $(cat "$tmp/cut.err")"
+grep -q "cut.smseg" "$tmp/cut.err" || fail "no error for the cut segment: $(cat "$tmp/cut.err")"
+# the same bytes as the segment being written: read as far as they go, a note, exit 0
+cp "$tmp/cut.smseg" "$tmp/cut.smseg.part"
+"$STACKMAPCTL" report "$tmp/cut.smseg.part" > "$tmp/part.txt" 2> "$tmp/part.err" ||
+	fail "report of an unfinished segment exited $?: $(cat "$tmp/part.err")"
+grep -q "cut.smseg.part': unfinished" "$tmp/part.err" || fail "no note for the unfinished segment: $(cat "$tmp/part.err")"
+cmp -s "$tmp/cut.txt" "$tmp/part.txt" || fail "the unfinished segment read differently from the cut one"
 # (its symbols and task names were to be written at the end: compare pid, CPU, time, event)
 heads() { grep -v '^\(CPU:\|\t\?=>\)' "$1" | cut -c17- | awk '{print $1, $2, $3, $4}'; }
 heads "$tmp/cut.txt" > "$tmp/cut.heads"
