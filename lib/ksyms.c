@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <inttypes.h>
+#include <stdio.h>
 
 #include "buf.h"
 #include "ksyms.h"
@@ -179,33 +180,21 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
-int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
+/* The table from the lines parsed into ps (taken over, also on failure). */
+static int parser_finish(struct parser *ps, struct ksyms **ret)
 {
 	_cleanup_(ksyms_freep) struct ksyms *ks = NULL;
-	struct parser ps = { .last_module = NO_MODULE };
-	const char *p = text, *end = text + len;
 	size_t i, n;
-	int r = 0;
-
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-
-		if (!eol)
-			eol = end;
-		r = parse_line(&ps, p, eol);
-		if (r < 0)
-			goto fail;
-		p = eol + 1;
-	}
 
 	ks = calloc(1, sizeof(*ks));
 	if (!ks) {
-		r = -ENOMEM;
-		goto fail;
+		buf_done(&ps->syms);
+		buf_done(&ps->pool);
+		return -ENOMEM;
 	}
-	ks->syms = (struct ksym *)ps.syms.data;
-	n = ps.syms.len / sizeof(struct ksym);
-	ks->pool = (char *)ps.pool.data;
+	ks->syms = (struct ksym *)ps->syms.data;
+	n = ps->syms.len / sizeof(struct ksym);
+	ks->pool = (char *)ps->pool.data;
 
 	if (n > 0)
 		qsort(ks->syms, n, sizeof(struct ksym), ksym_cmp);
@@ -224,23 +213,54 @@ int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
 
 	*ret = steal_ptr(ks);
 	return 0;
-
-fail:
-	buf_done(&ps.syms);
-	buf_done(&ps.pool);
-	return r;
 }
 
-int ksyms_load(const char *path, struct ksyms **ret)
+int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
 {
-	_cleanup_free_ char *text = NULL;
-	size_t len;
+	struct parser ps = { .last_module = NO_MODULE };
+	const char *p = text, *end = text + len;
 	int r;
 
-	r = read_file(path, &text, &len);
-	if (r < 0)
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		if (!eol)
+			eol = end;
+		r = parse_line(&ps, p, eol);
+		if (r < 0) {
+			buf_done(&ps.syms);
+			buf_done(&ps.pool);
+			return r;
+		}
+		p = eol + 1;
+	}
+	return parser_finish(&ps, ret);
+}
+
+/* Line by line: the text of a large kernel's kallsyms is several MB, its table half of that. */
+int ksyms_load(const char *path, struct ksyms **ret)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	struct parser ps = { .last_module = NO_MODULE };
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r = 0;
+
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (r >= 0 && (n = getline(&line, &cap, f)) > 0)
+		r = parse_line(&ps, line, line + n - (line[n - 1] == '\n'));
+	if (r >= 0 && ferror(f))
+		r = -EIO;
+	free(line);
+	if (r < 0) {
+		buf_done(&ps.syms);
+		buf_done(&ps.pool);
 		return r;
-	return ksyms_parse(text, len, ret);
+	}
+	return parser_finish(&ps, ret);
 }
 
 size_t ksyms_count(const struct ksyms *ks)

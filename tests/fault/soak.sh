@@ -21,7 +21,7 @@ while [ $SECONDS -lt $end ]; do
 	fds=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
 	l=$(lost)
 	samples=$((samples + 1))
-	echo "# $SECONDS s: rss ${rss} kB, $fds fds, lost $l"
+	echo "# $SECONDS s: rss ${rss} kB, $fds fds, lost $l, $(status_field dedup_stacks) stacks"
 	if [ "$samples" = 3 ]; then rss_base=$rss; fd_base=$fds; fi
 	[ -z "$lost_mid" ] && [ $SECONDS -ge $((end - minutes * 30)) ] && lost_mid=$l
 	if [ -n "$rss_base" ]; then

@@ -288,6 +288,20 @@ static void test_load(void)
 	if (ks)
 		check_lookups(ks, "load");
 	ksyms_free(ks);
+	ks = NULL;
+
+	/* the same without the last newline: read line by line, the last line counts too */
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fwrite(fixture, 1, strlen(fixture) - 1, f);
+		fclose(f);
+	}
+	CHECK(fixture[strlen(fixture) - 1] == '\n');
+	CHECK(ksyms_load(path, &ks) == 0);
+	if (ks)
+		check_lookups(ks, "load, no final newline");
+	ksyms_free(ks);
 	CHECK(unlink(path) == 0);
 	CHECK(ksyms_load(path, &ks) == -ENOENT);
 	CHECK(rmdir(dir) == 0);
@@ -317,6 +331,18 @@ static void bench_proc_kallsyms(void)
 	fprintf(stderr, "# /proc/kallsyms: %zu text symbols, load %" PRIu64 " ms, "
 		"1M formats %" PRIu64 " ms (%" PRIu64 " resolved)\n",
 		ksyms_count(ks), (t1 - t0) / 1000, (t2 - t1) / 1000, found);
+	{
+		/* read line by line or whole, the same table */
+		_cleanup_free_ char *all = NULL;
+		struct ksyms *whole = NULL;
+		size_t len;
+
+		CHECK(read_file("/proc/kallsyms", &all, &len) == 0);
+		CHECK(all && ksyms_parse(all, len, &whole) == 0);
+		CHECK_MSG(whole && ksyms_count(whole) == ksyms_count(ks), "%zu against %zu",
+			  ksyms_count(whole), ksyms_count(ks));
+		ksyms_free(whole);
+	}
 	ksyms_free(ks);
 }
 
