@@ -193,12 +193,15 @@ static bool check_field_line(const struct line *l, uint64_t max_end, uint64_t *r
 }
 
 /*
- * A print fmt: its strings terminated, and no division or remainder by
- * anything but a non-zero constant (libtraceevent evaluates them on
- * record values).
+ * A print fmt: its strings terminated, its brackets balanced (the
+ * expression parser of libtraceevent 1.7 follows a NULL argument out of
+ * an expression cut short), and no division or remainder by anything but
+ * a non-zero constant (libtraceevent evaluates them on record values).
  */
 static bool check_print_args(const char *p, const char *end)
 {
+	char open[DECODE_MAX_PRINT_DEPTH];
+	unsigned depth = 0;
 	bool quoted = false;
 
 	for (; p < end; p++) {
@@ -210,7 +213,20 @@ static bool check_print_args(const char *p, const char *end)
 			quoted = !quoted;
 			continue;
 		}
-		if (quoted || (*p != '/' && *p != '%'))
+		if (quoted)
+			continue;
+		if (*p == '(' || *p == '{' || *p == '[') {
+			if (depth == DECODE_MAX_PRINT_DEPTH)
+				return false;
+			open[depth++] = *p == '(' ? ')' : *p == '{' ? '}' : ']';
+			continue;
+		}
+		if (*p == ')' || *p == '}' || *p == ']') {
+			if (!depth || open[--depth] != *p)
+				return false;
+			continue;
+		}
+		if (*p != '/' && *p != '%')
 			continue;
 		{
 			const char *q = p + 1;
@@ -230,7 +246,7 @@ static bool check_print_args(const char *p, const char *end)
 				return false;
 		}
 	}
-	return !quoted;
+	return !quoted && !depth;
 }
 
 int decode_check_format(const char *text, size_t len, const char **ret_why)
@@ -285,8 +301,8 @@ int decode_check_format(const char *text, size_t len, const char **ret_why)
 
 			pos = end;
 			if (!check_print_args(q, end))
-				return (*ret_why = "print fmt has an unterminated string or divides by a "
-						   "field"), -EBADMSG;
+				return (*ret_why = "print fmt has an unterminated string, unbalanced "
+						   "brackets or a division by a field"), -EBADMSG;
 			/* libtraceevent dereferences the field a REC->NAME finds, found or not. */
 			if (!check_field_refs(q, end, names, fields))
 				return (*ret_why = "print fmt names a field the format lacks"), -EBADMSG;

@@ -32,6 +32,7 @@ struct tep_handle;
 #define DECODE_MAX_HELD ((size_t)96 << 20)	/* payloads and pages held by all CPUs */
 #define DECODE_MAX_FORMAT_LEN ((size_t)64 << 10)
 #define DECODE_MAX_FORMAT_LINES 1024
+#define DECODE_MAX_PRINT_DEPTH 128	/* brackets nested in a print fmt */
 #define DECODE_MAX_FIELDS 256
 #define DECODE_MAX_RECORD 65535			/* field offset + size in an event record */
 #define DECODE_COMMON_END 8			/* the common fields end here in every kernel */

@@ -62,6 +62,13 @@ static void test_format_checks(void)
 		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
 		"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 		"print fmt: \"n=%d, REC->n\n",
+		/* an expression cut short, and brackets that do not match */
+		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
+		"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+		"print fmt: \"n=%s\", (REC->n & ((1 | 2) ? __print_flags(REC->n, \"|\", { 1, \"A\" }\n",
+		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
+		"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+		"print fmt: \"n=%d\", (REC->n]\n",
 		/* a line of no known kind, a bad ID, no print fmt */
 		"name: t\nID: 30\nformat:\n" COMMON_FIELDS "garbage\nprint fmt: \"x\"\n",
 		"name: t\nID: 0\nformat:\n" COMMON_FIELDS "print fmt: \"x\"\n",
@@ -80,6 +87,10 @@ static void test_format_checks(void)
 		"name: t\nID: 32\nformat:\n" COMMON_FIELDS
 		"\tfield:int n[2];\toffset:8;\tsize:8;\tsigned:1;\n\n"
 		"print fmt: \"n=%d\nmore\", REC->n[0] / 4\n",
+		/* brackets inside strings do not count */
+		"name: t\nID: 33\nformat:\n" COMMON_FIELDS
+		"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+		"print fmt: \"(n=%s]\", (REC->n) ? __print_flags(REC->n, \"|\", { 1, \"{A\" }) : \"R\"\n",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++)
