@@ -368,6 +368,28 @@ int decode_check_printk_formats(const char *text, size_t len)
 	return 0;
 }
 
+size_t decode_drop_short_printk(char *text, size_t len)
+{
+	const char *pos = text, *end = text + len;
+	struct line l;
+	size_t out = 0;
+
+	while (next_line(&pos, end, &l)) {
+		const char *q = memchr(l.p, '"', (size_t)(l.end - l.p));
+		size_t n = (size_t)(l.end - l.p);
+
+		/* "0x... : \"xy\"": the string between the quotes, at least 2 */
+		if (!q || l.end - q < 4)
+			continue;
+		memmove(text + out, l.p, n);
+		out += n;
+		if (l.end < end)
+			text[out++] = '\n';
+	}
+	text[out] = '\0';
+	return out;
+}
+
 /* The end of a dynamic (__data_loc, __rel_loc) field's data, or UINT64_MAX if unreadable. */
 static uint64_t dynamic_end(struct tep_handle *tep, const struct tep_format_field *f,
 			    const void *data, int size)

@@ -141,6 +141,13 @@ int decode_check_header_page(const char *text, size_t len);
 int decode_check_printk_formats(const char *text, size_t len);
 
 /*
+ * Drop, in place, the lines of a checked printk_formats text whose string
+ * has fewer than two characters (libtraceevent 1.7 reads before the start
+ * of such a string). Returns the new length; text stays NUL-terminated.
+ */
+size_t decode_drop_short_printk(char *text, size_t len);
+
+/*
  * Whether an event record of segment s (size bytes at data) holds the
  * common fields and every field of its event's format, dynamic ones
  * included (for the stack entries: the fields the decoder reads): only

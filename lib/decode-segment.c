@@ -223,10 +223,12 @@ static int load_text_file(struct decoder_segment *s, const struct segment_record
 	if (strlen(text) != len)
 		why = "NUL inside the text";
 	else if (streq(name, "printk_formats")) {
-		if (decode_check_printk_formats(text, len) < 0)
+		if (decode_check_printk_formats(text, len) < 0) {
 			why = "malformed printk_formats line";
-		else
+		} else {
+			(void)decode_drop_short_printk(text, len);
 			(void)tep_parse_printk_formats(s->tep, text);
+		}
 	} else if (streq(name, "header_page") || streq(name, "events/header_page")) {
 		if (decode_check_header_page(text, len) < 0)
 			why = "malformed header_page";

@@ -108,6 +108,16 @@ static void test_format_checks(void)
 	CHECK(decode_check_printk_formats("0xffffffff81000000 : \"hello\n", 28) == -EBADMSG);
 	CHECK(decode_check_printk_formats("ffffffff81000000 : \"x\"\n", 23) == -EBADMSG);
 	CHECK(decode_check_printk_formats("0x1 :\n", 6) == -EBADMSG);
+	{
+		/* strings under two characters are left out of what libtraceevent parses */
+		char t[] = "0xa : \"ok\"\n0xb : \"\"\n0xc : \"x\"\n0xd : \"end\"";
+		const char *want = "0xa : \"ok\"\n0xd : \"end\"";
+		size_t n;
+
+		CHECK(decode_check_printk_formats(t, strlen(t)) == 0);
+		n = decode_drop_short_printk(t, strlen(t));
+		CHECK_MSG(n == strlen(want) && streq(t, want), "%zu: '%s'", n, t);
+	}
 }
 
 static struct segment_writer *seg_open(const char *name, bool format)
