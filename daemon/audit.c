@@ -75,27 +75,25 @@ static int keep_file(struct audit *a, const struct segment_record *rec)
 				  strnlen(id + 5, len - (size_t)(id + 5 - content)));
 }
 
-static void find_wants(struct audit *a)
+static void want_stack(const char *system, const char *name, void *userdata)
 {
-	struct config c;
+	struct audit *a = userdata;
 	char key[256];
 
-	if (!a->config || config_init(&c) < 0)
-		return;
-	if (config_load_string(&c, "config", a->config, NULL) >= 0) {
-		for (unsigned i = 0; i < c.nr_events; i++) {
-			if (!c.stacktrace_all && !c.events[i].stacktrace)
-				continue;
-			(void)snprintf(key, sizeof(key), "%s:%s", c.events[i].system, c.events[i].name);
-			for (size_t k = 0; k < a->nr_formats; k++) {
-				long id = strtol(a->formats[k].data, NULL, 10);
+	(void)snprintf(key, sizeof(key), "%s:%s", system, name);
+	for (size_t k = 0; k < a->nr_formats; k++) {
+		long id = strtol(a->formats[k].data, NULL, 10);
 
-				if (streq(a->formats[k].name, key) && id >= 0 && id < MAX_EVENT_TYPES)
-					a->wants[id / 8] |= (uint8_t)(1u << (id % 8));
-			}
-		}
+		if (streq(a->formats[k].name, key) && id >= 0 && id < MAX_EVENT_TYPES)
+			a->wants[id / 8] |= (uint8_t)(1u << (id % 8));
 	}
-	config_done(&c);
+}
+
+static void find_wants(struct audit *a)
+{
+	/* a config this reader cannot parse: no event is known to want a stack */
+	if (a->config)
+		(void)config_stack_events(a->config, want_stack, a);
 }
 
 static bool wants_stack(const struct audit *a, int type)
@@ -128,7 +126,6 @@ static void lost_stack(struct audit *a, struct audit_cpu *c)
 	}
 	c->want = c->crossed = false;
 }
-
 
 static int load_tables(const char *path, struct audit *a)
 {

@@ -15,30 +15,25 @@
 #include "stacktab.h"
 #include "util.h"
 
+static void want_stack(const char *system, const char *name, void *userdata)
+{
+	struct decoder_segment *s = userdata;
+	struct tep_event *e = tep_find_event_by_name(s->tep, system, name);
+
+	if (e && e->id >= 0 && e->id < DECODE_MAX_EVENT_TYPES)
+		s->wants_stack[e->id / 8] |= (uint8_t)(1u << (e->id % 8));
+}
+
 void decode_find_stack_events(struct decoder_segment *s)
 {
 	const char *text = NULL;
-	struct config c;
 
 	for (size_t i = 0; i < s->nr_files && !text; i++)
 		if (streq(s->files[i].name, "config"))
 			text = s->files[i].data;
-	if (!text || config_init(&c) < 0)
-		return;
 	/* a config this reader cannot parse: no event is known to want a stack */
-	if (config_load_string(&c, "config", text, NULL) >= 0) {
-		for (unsigned i = 0; i < c.nr_events; i++) {
-			const struct config_event *ev = &c.events[i];
-			struct tep_event *e;
-
-			if (!c.stacktrace_all && !ev->stacktrace)
-				continue;
-			e = tep_find_event_by_name(s->tep, ev->system, ev->name);
-			if (e && e->id >= 0 && e->id < DECODE_MAX_EVENT_TYPES)
-				s->wants_stack[e->id / 8] |= (uint8_t)(1u << (e->id % 8));
-		}
-	}
-	config_done(&c);
+	if (text)
+		(void)config_stack_events(text, want_stack, s);
 }
 
 bool decode_wants_stack(const struct decoder_segment *s, int type)
