@@ -32,14 +32,6 @@
 
 /* ---- first pass ---- */
 
-/* Named like the segment the daemon is writing. */
-static bool is_part(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	return segment_name_is_part(base ? base + 1 : path);
-}
-
 void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -592,7 +584,7 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 			return r;
 		if (r < 0) {
 			s->data_end = segment_reader_error_offset(rd);
-			if (r == -EBADMSG && segment_reader_cut_short(rd) && is_part(path)) {
+			if (r == -EBADMSG && segment_reader_cut_short(rd) && segment_name_is_part(path)) {
 				/* the record the daemon is writing right now */
 				s->data_end = segment_reader_good_offset(rd);
 				clean_end = true;
@@ -632,7 +624,7 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 
 	if (clean_end) {
 		/* the segment being written (or left by a crash, recovered at the next start) */
-		if (!segment_reader_complete(rd) && is_part(path)) {
+		if (!segment_reader_complete(rd) && segment_name_is_part(path)) {
 			if (asprintf(&s->unfinished, "'%s': unfinished (being written, or left by a "
 				     "crash): read up to offset %" PRIu64, path, s->data_end) < 0)
 				s->unfinished = NULL;
