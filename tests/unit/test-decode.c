@@ -645,11 +645,26 @@ static void add_gen(struct segment_writer *w, uint32_t cpu, uint32_t gen, uint32
 	CHECK(segment_writer_append(w, SEGMENT_REC_GENERATION, cpu, p, sizeof(p), 0, NULL) == 0);
 }
 
+/* The table of stack id 5 in generations 1 to nr, another first frame in each. */
+static void add_id5_stacks(struct segment_writer *w, uint32_t nr)
+{
+	struct buf stacks = {};
+
+	for (uint32_t gen = 1; gen <= nr; gen++) {
+		uint64_t ips[2] = { 0xa1 + 0x10 * (gen - 1), 0xffffffff81000000 };
+		struct stack_entry e = { .generation = gen, .id = 5, .refs = 1, .nr = 2, .ips = ips };
+
+		CHECK(stacktab_encode(&stacks, &e) == 0);
+	}
+	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data, stacks.len,
+				    1, NULL) == 0);
+	buf_done(&stacks);
+}
+
 static void test_stack_ids(void)
 {
 	_cleanup_free_ char *path = NULL;
 	struct segment_writer *w;
-	struct buf stacks = {};
 	struct decoder *d;
 	struct decoded_event ev;
 	const struct {
@@ -680,17 +695,9 @@ static void test_stack_ids(void)
 	add_synth(w, 1, (const uint64_t[]){ 65 }, 1);
 	add_synth(w, 0, (const uint64_t[]){ 150, 300 }, 2);
 	/* the table and the windows come last, as the daemon writes them */
-	for (uint32_t gen = 1; gen <= 3; gen++) {
-		uint64_t ips[2] = { 0xa1 + 0x10 * (gen - 1), 0xffffffff81000000 };
-		struct stack_entry e = { .generation = gen, .id = 5, .refs = 1, .nr = 2, .ips = ips };
-
-		CHECK(stacktab_encode(&stacks, &e) == 0);
-	}
-	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data, stacks.len,
-				    1, NULL) == 0);
+	add_id5_stacks(w, 3);
 	add_gen(w, SEGMENT_NO_CPU, 2, 1, 100, 200);
 	path = seg_finish(w);
-	buf_done(&stacks);
 
 	CHECK(decoder_open((const char *const[]){ path }, 1, &d) == 0);
 	while ((r = decoder_next(d, &ev)) != 0) {
@@ -784,7 +791,6 @@ static char *lost_stack_segment(void)
 {
 	static const char conf[] = "[trace]\nevents = test:tick test:tock\nstacktrace = test:tick\n";
 	struct segment_writer *w;
-	struct buf stacks = {};
 	char *path;
 
 	w = seg_open("00000010-l", "stack_id_event_id=20\nstack_mode=stackmap\n");
@@ -808,15 +814,7 @@ static char *lost_stack_segment(void)
 	add_entries(w, 1, ENTRIES({ 30, 15 }, { 30, 25 }, { 20, 26 }, { 31, 55 }));
 	add_gen(w, 1, 2, 1, 0, 0);
 	add_entries(w, 1, ENTRIES({ 30, 65 }, { 20, 66 }));
-	for (uint32_t gen = 1; gen <= 4; gen++) {
-		uint64_t ips[2] = { 0xa1 + 0x10 * (gen - 1), 0xffffffff81000000 };
-		struct stack_entry e = { .generation = gen, .id = 5, .refs = 1, .nr = 2, .ips = ips };
-
-		CHECK(stacktab_encode(&stacks, &e) == 0);
-	}
-	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data, stacks.len,
-				    1, NULL) == 0);
-	buf_done(&stacks);
+	add_id5_stacks(w, 4);
 	path = seg_finish(w);
 	return path;
 }
