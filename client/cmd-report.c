@@ -15,6 +15,7 @@
 #include "cmd-common.h"
 #include "commands.h"
 #include "decode.h"
+#include "event-line.h"
 #include "log.h"
 #include "selection.h"
 #include "util.h"
@@ -131,6 +132,34 @@ static void print_frames(struct trace_seq *s, const struct decoded_event *ev)
 	trace_seq_puts(s, t->text);
 }
 
+/*
+ * COMM-PID [CPU] TIME: as libtraceevent prints "%16s-%-5d [%03d]" and
+ * " %6.1000d:", written by event-line.c without parsing a format per event.
+ */
+static void print_task_time(struct trace_seq *s, const struct decoded_event *ev, bool ns)
+{
+	char line[EVENT_LINE_MAX];
+	int pid = tep_data_pid(ev->tep, ev->record);
+	size_t len = event_line_task(line, tep_data_comm_from_pid(ev->tep, pid), pid,
+				     ev->record->cpu);
+
+	if (!len) {
+		tep_print_event(ev->tep, s, ev->record, "%16s-%-5d [%03d]", TEP_PRINT_COMM,
+				TEP_PRINT_PID, TEP_PRINT_CPU);
+	} else {
+		line[len] = '\0';
+		trace_seq_puts(s, line);
+	}
+	if (ns) {
+		len = event_line_time(line, ev->record->ts);
+		line[len] = '\0';
+		trace_seq_puts(s, line);
+	} else {
+		/* libtraceevent would scale it as nanoseconds: a counter prints as it is. */
+		trace_seq_printf(s, " %11" PRIu64 ":", ev->ts);
+	}
+}
+
 /* trace-cmd report's layout: COMM-PID [CPU] TIME: NAME: (padded to 20) INFO */
 static void print_known(struct trace_seq *s, const struct decoded_event *ev, bool ns)
 {
@@ -142,17 +171,13 @@ static void print_known(struct trace_seq *s, const struct decoded_event *ev, boo
 	if (ev->kind == DECODED_STACK_REF)
 		name = "kernel_stack";
 
-	tep_print_event(ev->tep, s, ev->record, "%16s-%-5d [%03d]", TEP_PRINT_COMM, TEP_PRINT_PID,
-			TEP_PRINT_CPU);
-	if (ns)
-		tep_print_event(ev->tep, s, ev->record, " %6.1000d:", TEP_PRINT_TIME);
-	else
-		/* libtraceevent would scale it as nanoseconds: a counter prints as it is. */
-		trace_seq_printf(s, " %11" PRIu64 ":", ev->ts);
-	trace_seq_printf(s, " %s: ", name);
+	print_task_time(s, ev, ns);
 	len = strlen(name);
+	trace_seq_putc(s, ' ');
+	trace_seq_puts(s, name);
+	trace_seq_puts(s, ": ");
 	if (len < 20)
-		trace_seq_printf(s, "%.*s", (int)(20 - len), spaces);
+		trace_seq_puts(s, spaces + len);
 
 	if (!ev->is_stack) {
 		tep_print_event(ev->tep, s, ev->record, "%s", TEP_PRINT_INFO);
@@ -200,6 +225,8 @@ static void report_usage(FILE *f)
 struct report_ctx {
 	struct trace_seq s;
 	struct selection *sel;
+	const struct decoder_segment *clock_seg;
+	bool clock_ns;
 	bool events_only;
 	bool wall;
 };
@@ -242,7 +269,11 @@ static int report_event(struct decoded_event *ev, void *userdata)
 		printf("=> <unresolved: %s>\n", ev->unresolved_reason);
 		return 0;
 	}
-	print_event(&ctx->s, ev, clock_in_ns(decoder_segment_meta(ev->seg, "clock")), ctx->wall);
+	if (ev->seg != ctx->clock_seg) {	/* the clock's unit, looked up once a segment */
+		ctx->clock_seg = ev->seg;
+		ctx->clock_ns = clock_in_ns(decoder_segment_meta(ev->seg, "clock"));
+	}
+	print_event(&ctx->s, ev, ctx->clock_ns, ctx->wall);
 	if (ctx->wall)
 		print_wall(ctx, ev);
 	return 0;

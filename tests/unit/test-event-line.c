@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * event-line.c writes the start of a report line as libtraceevent's
+ * tep_print_event() prints "%16s-%-5d [%03d]" and " %6.1000d:". Both are
+ * run on the same records (short, exact-width, long and unknown comms;
+ * pids and CPUs of every width, negative ones; times around the rounding
+ * and the one-second switch, and random ones) and must agree byte for byte.
+ */
+#include <limits.h>
+
+#include <event-parse.h>
+
+#include "event-line.h"
+#include "helpers.h"
+
+static const char tick_format[] =
+	"name: tick\nID: 30\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"n=%d\", REC->n\n";
+
+static uint64_t rng = 0x9e3779b97f4a7c15;
+
+static uint64_t next_random(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* One record of pid on cpu at ts: both writers must print the same start. */
+static void compare(struct tep_handle *tep, int pid, int cpu, uint64_t ts)
+{
+	uint8_t data[12] = { 30, 0 };
+	struct tep_record rec = { .ts = ts, .cpu = cpu, .data = data, .size = sizeof(data) };
+	char line[EVENT_LINE_MAX + 1];
+	struct trace_seq want;
+	size_t len;
+
+	memcpy(data + 4, &pid, sizeof(pid));
+	trace_seq_init(&want);
+	tep_print_event(tep, &want, &rec, "%16s-%-5d [%03d]", TEP_PRINT_COMM, TEP_PRINT_PID,
+			TEP_PRINT_CPU);
+	tep_print_event(tep, &want, &rec, " %6.1000d:", TEP_PRINT_TIME);
+	trace_seq_terminate(&want);
+
+	len = event_line_task(line, tep_data_comm_from_pid(tep, pid), pid, cpu);
+	CHECK(len > 0);
+	len += event_line_time(line + len, ts);
+	line[len] = '\0';
+	CHECK_MSG(strcmp(line, want.buffer) == 0, "pid %d cpu %d ts %llu: got '%s', want '%s'",
+		  pid, cpu, (unsigned long long)ts, line, want.buffer);
+	trace_seq_destroy(&want);
+}
+
+int main(void)
+{
+	static const int pids[] = { 0, 1, 7, 42, 1234, 12345, 99999, 123456, 4194304,
+				    INT_MAX, -1, -42, -12345, INT_MIN, 31337 };
+	static const int cpus[] = { 0, 1, 9, 10, 99, 100, 999, 1000, 4095, -1 };
+	static const uint64_t times[] = {
+		0, 1, 499, 500, 999, 1000, 999999499, 999999500, 1000000000,
+		1000000499, 1000000500, 1000001499, 1000001500, 9999999999,
+		99999999999, 100000000000, 123456789012345, UINT64_MAX / 2,
+		UINT64_MAX - 1000, UINT64_MAX,
+	};
+	struct tep_handle *tep = tep_alloc();
+	char name[300];
+
+	CHECK(tep != NULL);
+	if (!tep)
+		return tests_done("test-event-line");
+	tep_set_long_size(tep, 8);
+	tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
+	CHECK(tep_parse_event(tep, tick_format, sizeof(tick_format) - 1, "test") == 0);
+	tep_register_comm(tep, "bash", 1234);
+	tep_register_comm(tep, "kworker/u16:3-events_unbound", 42);	/* longer than 16 */
+	tep_register_comm(tep, "sixteen-chars-xx", 7);			/* exactly 16 */
+	tep_register_comm(tep, "", 31337);
+	memset(name, 'c', 299);
+	name[299] = '\0';
+	tep_register_comm(tep, name, 99999);		/* too long: the caller falls back */
+
+	for (size_t p = 0; p < ARRAY_SIZE(pids); p++)
+		for (size_t c = 0; c < ARRAY_SIZE(cpus); c++)
+			for (size_t t = 0; t < ARRAY_SIZE(times); t++)
+				if (pids[p] != 99999)
+					compare(tep, pids[p], cpus[c], times[t]);
+	for (int i = 0; i < 100000; i++)
+		compare(tep, (int)(next_random() % 200000) - 1000, (int)(next_random() % 300),
+			next_random() >> (next_random() % 64));
+	{
+		char line[EVENT_LINE_MAX];
+
+		CHECK(event_line_task(line, name, 99999, 0) == 0);
+	}
+
+	tep_free(tep);
+	return tests_done("test-event-line");
+}
