@@ -153,6 +153,7 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	rr = transcoder_init(&r->tc, p->layout, p->dedup);
 	if (rr < 0)
 		goto fail;
+	r->tc.stack_time_event = p->stack_time_event;
 	*ret = r;
 	return 0;
 fail:

@@ -29,6 +29,7 @@ struct cpu_reader_params {
 	size_t frame_size;			/* raw bytes per compressed frame */
 	int compression_level;
 	bool columns;				/* column-encode frames (little-endian traces only) */
+	bool stack_time_event;			/* daemon stacks take their event's time */
 	const char *const *formats;		/* event format texts for the encoder, borrowed */
 	size_t nr_formats;
 	int notify_fd;				/* eventfd main polls: flush done, markers seen */

@@ -342,6 +342,7 @@ int recorder_open_reader(struct recorder *rec, int cpu)
 		.frame_size = rec->cfg->frame_size,
 		.compression_level = rec->cfg->compression_level,
 		.columns = rec->cfg->frame_encoding == CONFIG_FRAME_COLUMNS,
+		.stack_time_event = rec->cfg->stack_time == CONFIG_STACK_TIME_EVENT,
 		.formats = (const char *const *)rec->formats,
 		.nr_formats = rec->nr_formats,
 		.notify_fd = rec->notify_fd,

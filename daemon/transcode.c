@@ -403,6 +403,72 @@ static int transcode_stack(struct transcoder *t, const struct page_entry *ev, st
 }
 
 /*
+ * stack_time = event: a stack_ref written at out offset off gets its
+ * event's time (delta 0), and the entry after it takes over the delta, so
+ * that every later timestamp stays exact. What the stack loses is the time
+ * the kernel took to unwind it: about a byte per event of nanosecond noise
+ * on disk.
+ */
+struct stack_fold {
+	size_t off;		/* of the stack_ref's header in out; SIZE_MAX: none pending */
+	uint32_t delta;		/* its delta, to hand on */
+};
+
+static void put_delta(uint8_t *hdr, uint32_t delta)
+{
+	uint32_t h;
+
+	memcpy(&h, hdr, 4);
+	h = (h & 0x1f) | delta << 5;
+	memcpy(hdr, &h, 4);
+}
+
+/*
+ * Hand a pending stack delta on to the entry just appended at out offset
+ * at (a data event or a time extend can take it; a delta that would not
+ * fit in 27 bits, or any other entry, gives it back to the stack).
+ */
+static void fold_hand_on(struct stack_fold *f, struct buf *out, const struct page_entry *ev,
+			 size_t at)
+{
+	uint64_t sum = (uint64_t)ev->delta + f->delta;
+
+	if (f->off == SIZE_MAX)
+		return;
+	if (ev->kind == PAGE_ENTRY_DATA && sum < (1u << 27)) {
+		put_delta(out->data + at, (uint32_t)sum);
+	} else if (ev->kind == PAGE_ENTRY_TIME_EXTEND && ev->total >= 8) {
+		uint32_t hi;
+		uint64_t v;
+
+		memcpy(&hi, out->data + at + 4, 4);
+		v = ((uint64_t)hi << 27 | ev->delta) + f->delta;
+		if (v >> 59) {
+			put_delta(out->data + f->off, f->delta);
+		} else {
+			put_delta(out->data + at, (uint32_t)(v & ((1u << 27) - 1)));
+			hi = (uint32_t)(v >> 27);
+			memcpy(out->data + at + 4, &hi, 4);
+		}
+	} else {
+		put_delta(out->data + f->off, f->delta);
+	}
+	f->off = SIZE_MAX;
+}
+
+/* The stack_ref at out offset at gives its delta (if any) to whatever follows. */
+static void fold_take(struct stack_fold *f, struct buf *out, size_t at)
+{
+	uint32_t h;
+
+	memcpy(&h, out->data + at, 4);
+	if (h >> 5) {
+		*f = (struct stack_fold){ at, h >> 5 };
+		put_delta(out->data + at, 0);
+	}
+}
+
+/*
  * Walk the events of one page (its header already checked by w): summarize,
  * collect stack ids and markers, and with out != NULL append the
  * transcoded events. Returns 0, -EBADMSG when the page does not walk
@@ -412,6 +478,7 @@ static int walk_page(struct transcoder *t, struct page_walk *w, struct buf *out,
 		     struct page_summary *sum)
 {
 	const struct page_layout *l = t->layout;
+	struct stack_fold fold = { SIZE_MAX, 0 };
 	struct page_entry ev;
 	int r;
 
@@ -434,17 +501,26 @@ static int walk_page(struct transcoder *t, struct page_walk *w, struct buf *out,
 			} else if (ev.type == l->print_id) {
 				note_marker(t, ev.payload, ev.len, ev.ts);
 			} else if (out && t->dedup && ev.type == l->kernel_stack_id) {
+				size_t at = out->len;
+
 				r = transcode_stack(t, &ev, out);
 				if (r < 0)
 					return r;
-				if (r > 0)
+				if (r > 0) {
+					fold_hand_on(&fold, out, &ev, at);
+					if (t->stack_time_event)
+						fold_take(&fold, out, at);
 					continue;
+				}
 			}
 		}
 		if (out) {
+			size_t at = out->len;
+
 			r = buf_append(out, w->data + ev.offset, ev.total);
 			if (r < 0)
 				return r;
+			fold_hand_on(&fold, out, &ev, at);
 		}
 	}
 	return r;

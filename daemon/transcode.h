@@ -112,6 +112,9 @@ struct transcoder {
 	struct page_marker markers[TRANSCODER_MAX_MARKERS];
 	unsigned nr_markers;
 
+	/* stack_ref entries take their event's time (trace.stack_time = event) */
+	bool stack_time_event;
+
 	uint64_t parse_errors;
 };
 

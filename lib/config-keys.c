@@ -22,6 +22,7 @@
 static const char *const stackmap_names[] = { "auto", "on", "off", NULL };
 static const char *const reset_mode_names[] = { "lossless", "strict", NULL };
 static const char *const frame_encoding_names[] = { "columns", "pages", NULL };
+static const char *const stack_time_names[] = { "own", "event", NULL };
 static const char *const record_mode_names[] = { "stream", "flight", NULL };
 
 #define FIELD(type) (*(type *)field)
@@ -347,6 +348,8 @@ const struct config_key config_keys[] = {
 	    RANGE(64 * KB, 16 * MB)),
 	KEY("archive", "frame_encoding", parse_enum, FIELD_ENUM, CFG_FIELD(frame_encoding),
 	    .choices = frame_encoding_names),
+	KEY("archive", "stack_time", parse_enum, FIELD_ENUM, CFG_FIELD(stack_time),
+	    .choices = stack_time_names, .restart = true),
 	KEY("archive", "segment_size", parse_sz, FIELD_U64, CFG_FIELD(segment_size),
 	    RANGE(1 * MB, 64 * GB), .zero_off = true),
 	KEY("archive", "segment_age", parse_dur, FIELD_U64, CFG_FIELD(segment_age_usec),

@@ -36,6 +36,12 @@ enum config_frame_encoding {
 	CONFIG_FRAME_ENCODING_MAX
 };
 
+enum config_stack_time {
+	CONFIG_STACK_TIME_OWN,		/* a stack keeps the time the kernel gave it */
+	CONFIG_STACK_TIME_EVENT,	/* a daemon stack takes its event's time */
+	CONFIG_STACK_TIME_MAX
+};
+
 enum config_record_mode {
 	CONFIG_RECORD_STREAM,		/* write everything as it comes */
 	CONFIG_RECORD_FLIGHT,		/* overwrite buffer, write on snapshot/trigger */
@@ -79,6 +85,7 @@ struct config {
 	int compression_level;
 	uint64_t frame_size;		/* raw bytes per compressed page frame */
 	enum config_frame_encoding frame_encoding;
+	enum config_stack_time stack_time;
 	uint64_t segment_size;		/* rotate at this many bytes; 0 = never */
 	uint64_t segment_age_usec;	/* rotate at this age; 0 = never */
 	uint64_t max_size;		/* retention: total bytes; 0 = unlimited */
