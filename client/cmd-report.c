@@ -263,12 +263,7 @@ int cmd_report(int argc, char **argv)
 
 	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+hc:", opts, NULL)) >= 0) {
-		r = selection_option(&sel, c, optarg);
-		if (r < 0)
-			return 2;
-		if (r > 0)
-			continue;
+	while ((c = selection_getopt(&sel, argc, argv, "+hc:", opts)) > 0) {
 		switch (c) {
 		case 'e':
 			ctx.events_only = true;
@@ -284,6 +279,8 @@ int cmd_report(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (c < 0)
+		return 2;
 	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
 		return 1;
 
@@ -455,12 +452,7 @@ int cmd_folded(int argc, char **argv)
 
 	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+hc:", opts, NULL)) >= 0) {
-		r = selection_option(&sel, c, optarg);
-		if (r < 0)
-			return 2;
-		if (r > 0)
-			continue;
+	while ((c = selection_getopt(&sel, argc, argv, "+hc:", opts)) > 0) {
 		if (c == 'h') {
 			printf("%s", usage);
 			return 0;
@@ -468,6 +460,8 @@ int cmd_folded(int argc, char **argv)
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
+	if (c < 0)
+		return 2;
 	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
 		return 1;
 
