@@ -127,6 +127,13 @@ int strprintf(char **ret, const char *fmt, ...) _printf_(2, 3);
  */
 int read_file(const char *path, char **ret, size_t *ret_len);
 
+/*
+ * Read up to len bytes into buf: at offset off with pread(), or with read()
+ * at the file position when off is -1; retries on EINTR and short reads.
+ * Returns the number read (short only at EOF) or -errno.
+ */
+ssize_t read_full(int fd, void *buf, size_t len, int64_t off);
+
 /* Write a string to a file (O_WRONLY|O_TRUNC, no create). Returns 0 or -errno. */
 int write_file(const char *path, const char *s);
 
