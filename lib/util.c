@@ -13,13 +13,19 @@
 int strprintf(char **ret, const char *fmt, ...)
 {
 	va_list ap;
-	char *s;
-	int n;
+	int r;
 
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	r = vstrprintf(ret, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	return r;
+}
+
+int vstrprintf(char **ret, const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) < 0)
 		return -ENOMEM;
 	*ret = s;
 	return 0;

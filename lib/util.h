@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +120,9 @@ static inline bool startswith(const char *s, const char *prefix)
  * Returns 0 or -ENOMEM; *ret is untouched on failure.
  */
 int strprintf(char **ret, const char *fmt, ...) _printf_(2, 3);
+
+/* strprintf() with the arguments as a va_list. */
+int vstrprintf(char **ret, const char *fmt, va_list ap) _printf_(2, 0);
 
 /*
  * Read a whole file (tracefs files report size 0, so read until EOF).
