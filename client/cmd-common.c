@@ -26,7 +26,12 @@ int cmd_json_print(struct json_writer *w)
 }
 
 /* Returns 0 (go on), 1 (help printed), -1 (usage error, logged) or -2 (nothing to read). */
-int cmd_segment_args(int argc, char **argv, bool *ret_json, struct selection *sel)
+/*
+ * Parse the arguments of cmd_segment_each() and resolve the segments into
+ * sel (initialized). Returns 0 with *ret_json, 1 when help was printed,
+ * -1 on a usage error, -2 when nothing can be read (logged).
+ */
+static int segment_args(int argc, char **argv, bool *ret_json, struct selection *sel)
 {
 	bool json = false;
 	int i = 1;
@@ -53,6 +58,25 @@ int cmd_segment_args(int argc, char **argv, bool *ret_json, struct selection *se
 		return -2;
 	*ret_json = json;
 	return 0;
+}
+
+int cmd_segment_each(int argc, char **argv, int (*one)(const char *path, bool json),
+		     bool blank_line)
+{
+	_cleanup_(selection_done) struct selection sel;
+	bool json;
+	int k, ret = 0;
+
+	selection_init(&sel);
+	k = segment_args(argc, argv, &json, &sel);
+	if (k != 0)
+		return k == 1 ? 0 : k == -1 ? 2 : 1;
+	for (size_t i = 0; i < sel.nr_paths; i++) {
+		if (blank_line && !json && i > 0)
+			printf("\n");
+		ret |= one(sel.paths[i], json);
+	}
+	return ret;
 }
 
 const char *cmd_segment_open_error(int r)

@@ -16,18 +16,15 @@ int cmd_json_print(struct json_writer *w);
 struct selection;
 
 /*
- * Parse "[--json] [-c CONFIG] [SEGMENT|DIRECTORY...]" (argv[0] is the
- * command's name) and resolve the segments into sel (initialized; see
- * client/selection.h). Returns 0 with *ret_json, 1 when help was printed,
- * -1 on a usage error, -2 when nothing can be read (logged).
+ * Run a command of the form "NAME [--json] [-c CONFIG] [SEGMENT|DIRECTORY...]"
+ * (argv[0] is NAME): call one() on every segment named (directories and
+ * the configured archive expanded, see client/selection.h), with an empty
+ * line between two segments' text when blank_line is set. Returns the exit
+ * status: 0 when every one() returned 0 (or help was printed), 2 on a usage
+ * error, else 1.
  */
-int cmd_segment_args(int argc, char **argv, bool *ret_json, struct selection *sel);
-
-/* Exit status for a cmd_segment_args() result other than 0. */
-static inline int cmd_segment_args_status(int k)
-{
-	return k == 1 ? 0 : k == -1 ? 2 : 1;
-}
+int cmd_segment_each(int argc, char **argv, int (*one)(const char *path, bool json),
+		     bool blank_line);
 
 /* What a segment_reader_open() error means for a user, or NULL for a plain -errno. Static. */
 const char *cmd_segment_open_error(int r);

@@ -164,6 +164,19 @@ static int add_comms(struct tracedat_ctx *ctx, const char *text, size_t len)
 	return 0;
 }
 
+/* Hand the text built in b as a string, or free it when r (the building's result) failed. */
+static int text_finish(struct buf *b, int r, char **ret)
+{
+	if (r >= 0)
+		r = buf_append(b, "", 1);
+	if (r < 0) {
+		buf_done(b);
+		return r;
+	}
+	*ret = (char *)b->data;
+	return 0;
+}
+
 static int comms_text(const struct tracedat_ctx *ctx, char **ret)
 {
 	struct buf b = {};
@@ -171,14 +184,7 @@ static int comms_text(const struct tracedat_ctx *ctx, char **ret)
 
 	for (size_t i = 0; r >= 0 && i < strmap_size(ctx->pids); i++)
 		r = buf_printf(&b, "%s %s\n", strmap_get(ctx->pids, i, NULL), ctx->comms[i]);
-	if (r >= 0)
-		r = buf_append(&b, "", 1);
-	if (r < 0) {
-		buf_done(&b);
-		return r;
-	}
-	*ret = (char *)b.data;
-	return 0;
+	return text_finish(&b, r, ret);
 }
 
 /* Add every line of text to the set m. */
@@ -207,14 +213,7 @@ static int lines_text(const struct strmap *m, char **ret)
 
 		r = buf_printf(&b, "%.*s\n", (int)len, s);
 	}
-	if (r >= 0)
-		r = buf_append(&b, "", 1);
-	if (r < 0) {
-		buf_done(&b);
-		return r;
-	}
-	*ret = (char *)b.data;
-	return 0;
+	return text_finish(&b, r, ret);
 }
 
 /* The file's header from the first segment; symbols and tasks from every segment. */
@@ -367,16 +366,11 @@ int cmd_export(int argc, char **argv)
 	_cleanup_(selection_done) struct selection sel;
 	struct sample_source_options so = { .progress_label = "export" };
 	const char *format = NULL, *out = NULL;
-	int c, r;
+	int c;
 
 	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+ho:c:", opts, NULL)) >= 0) {
-		r = selection_option(&sel, c, optarg);
-		if (r < 0)
-			return 2;
-		if (r > 0)
-			continue;
+	while ((c = selection_getopt(&sel, argc, argv, "+ho:c:", opts)) > 0) {
 		switch (c) {
 		case 'f':
 			format = optarg;
@@ -392,6 +386,8 @@ int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (c < 0)
+		return 2;
 	if (!out || !format) {
 		fprintf(stderr, "%s", export_usage);
 		return 2;

@@ -11,7 +11,6 @@
 #include "cmd-common.h"
 #include "commands.h"
 #include "log.h"
-#include "selection.h"
 #include "page-walk.h"
 #include "segment-meta.h"
 #include "segment.h"
@@ -611,18 +610,5 @@ static int info_one(const char *path, bool json)
 
 int cmd_info(int argc, char **argv)
 {
-	_cleanup_(selection_done) struct selection sel;
-	bool json;
-	int k, ret = 0;
-
-	selection_init(&sel);
-	k = cmd_segment_args(argc, argv, &json, &sel);
-	if (k != 0)
-		return cmd_segment_args_status(k);
-	for (size_t i = 0; i < sel.nr_paths; i++) {
-		if (!json && i > 0)
-			printf("\n");
-		ret |= info_one(sel.paths[i], json);
-	}
-	return ret;
+	return cmd_segment_each(argc, argv, info_one, true);
 }

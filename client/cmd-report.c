@@ -294,12 +294,7 @@ int cmd_report(int argc, char **argv)
 
 	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+hc:", opts, NULL)) >= 0) {
-		r = selection_option(&sel, c, optarg);
-		if (r < 0)
-			return 2;
-		if (r > 0)
-			continue;
+	while ((c = selection_getopt(&sel, argc, argv, "+hc:", opts)) > 0) {
 		switch (c) {
 		case 'e':
 			ctx.events_only = true;
@@ -315,6 +310,8 @@ int cmd_report(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (c < 0)
+		return 2;
 	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
 		return 1;
 
@@ -486,12 +483,7 @@ int cmd_folded(int argc, char **argv)
 
 	selection_init(&sel);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+hc:", opts, NULL)) >= 0) {
-		r = selection_option(&sel, c, optarg);
-		if (r < 0)
-			return 2;
-		if (r > 0)
-			continue;
+	while ((c = selection_getopt(&sel, argc, argv, "+hc:", opts)) > 0) {
 		if (c == 'h') {
 			printf("%s", usage);
 			return 0;
@@ -499,6 +491,8 @@ int cmd_folded(int argc, char **argv)
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
+	if (c < 0)
+		return 2;
 	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
 		return 1;
 

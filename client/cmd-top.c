@@ -58,16 +58,11 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 {
 	unsigned long *n;
 	char *end;
-	int c, r;
+	int c;
 
 	*a = (struct top_args){ .sort = TOP_SORT_STACK, .window = 10 };
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+hc:", top_opts, NULL)) >= 0) {
-		r = selection_option(sel, c, optarg);
-		if (r < 0)
-			return -1;
-		if (r > 0)
-			continue;
+	while ((c = selection_getopt(sel, argc, argv, "+hc:", top_opts)) > 0) {
 		switch (c) {
 		case 's':
 			a->sort = top_sort_from_string(optarg);
@@ -101,6 +96,8 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			return -1;
 		}
 	}
+	if (c < 0)
+		return -1;
 	if (a->iterations && !a->follow) {
 		log_err("--iterations needs --follow");
 		return -1;

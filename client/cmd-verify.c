@@ -9,7 +9,6 @@
 #include "cmd-common.h"
 #include "commands.h"
 #include "log.h"
-#include "selection.h"
 #include "segment.h"
 #include "util.h"
 
@@ -87,16 +86,5 @@ static int verify_one(const char *path, bool json)
 
 int cmd_verify(int argc, char **argv)
 {
-	_cleanup_(selection_done) struct selection sel;
-	bool json;
-	int k, ret = 0;
-
-	selection_init(&sel);
-	k = cmd_segment_args(argc, argv, &json, &sel);
-	if (k != 0)
-		return cmd_segment_args_status(k);
-	for (size_t i = 0; i < sel.nr_paths; i++) {
-		ret |= verify_one(sel.paths[i], json);
-	}
-	return ret;
+	return cmd_segment_each(argc, argv, verify_one, false);
 }

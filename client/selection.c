@@ -156,6 +156,21 @@ int selection_option(struct selection *s, int c, const char *arg)
 	}
 }
 
+int selection_getopt(struct selection *s, int argc, char **argv, const char *shortopts,
+		     const struct option *longopts)
+{
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) >= 0) {
+		r = selection_option(s, c, optarg);
+		if (r < 0)
+			return -EINVAL;
+		if (r == 0)
+			return c;
+	}
+	return 0;
+}
+
 bool selection_filtering(const struct selection *s)
 {
 	return s->since.set || s->until.set || s->cpus || s->pid >= 0 || s->comm || s->event;

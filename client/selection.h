@@ -84,6 +84,16 @@ void selection_done(struct selection *s);
  */
 int selection_option(struct selection *s, int c, const char *arg);
 
+/*
+ * getopt_long() for a command whose table holds SELECTION_OPTIONS: the
+ * shared options (and -c) go to selection_option(), and the next other
+ * option is returned; 0 at the end of the options, -EINVAL after a bad
+ * value of a shared option (logged). The table must not use getopt_long
+ * flags (a returned 0 would read as the end).
+ */
+int selection_getopt(struct selection *s, int argc, char **argv, const char *shortopts,
+		     const struct option *longopts);
+
 /* True when any filter is set (not counting --config). */
 bool selection_filtering(const struct selection *s);
 

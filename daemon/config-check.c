@@ -34,13 +34,13 @@ static int check_fail(struct checker *ch, const char *key, unsigned line, const 
 	_cleanup_free_ char *msg = NULL;
 	char where[32] = "";
 	va_list ap;
-	int n;
+	int r;
 
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	r = vstrprintf(&msg, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
+	if (r < 0)
+		return r;
 	if (line)
 		(void)snprintf(where, sizeof(where), ":%u", line);
 	if (strprintf(&ch->error, "%s%s: %s: %s", ch->c->path ?: "defaults", where, key, msg) < 0)

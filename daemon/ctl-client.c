@@ -248,10 +248,8 @@ int ctl_reply_error(struct ctl_request *req, int error, const char *fmt, ...)
 	int r;
 
 	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
+	(void)vstrprintf(&msg, fmt, ap);
 	va_end(ap);
-	if (r < 0)
-		msg = NULL;
 	r = ctl_reply_format_error(error, msg ? msg : "error", &text);
 	if (r < 0) {
 		/* Nothing to send: drop the client rather than leave it waiting. */

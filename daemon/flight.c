@@ -7,7 +7,6 @@
  */
 #include "archive.h"
 #include "config.h"
-#include "cpu_reader.h"
 #include "log.h"
 #include "recorder-internal.h"
 #include "tracing.h"
@@ -19,12 +18,7 @@ static int flight_save(struct recorder *rec, recorder_done_fn done, void *userda
 	_cleanup_free_ char *path = NULL;
 	int r;
 
-	for (unsigned i = 0; i < rec->nr_readers; i++) {
-		r = cpu_reader_drain(rec->readers[i]);
-		if (r < 0)
-			log_errno(LOG_WARNING, r, "cannot read the buffer of CPU %d, continuing",
-				  cpu_reader_cpu(rec->readers[i]));
-	}
+	recorder_drain_all(rec);
 	r = archive_close(rec->archive, &path);
 	if (done)
 		done(userdata, r, path);

@@ -104,6 +104,9 @@ struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_g
 				    void (*cont)(struct recorder *rec, struct flush_op *op),
 				    recorder_done_fn done, void *userdata);
 
+/* Read what the ring buffer holds on every CPU into the archive now; failures are logged. */
+void recorder_drain_all(struct recorder *rec);
+
 /* Open (not start) a reader for cpu as readers[nr_readers++]. Returns 0 or -errno; logs. */
 int recorder_open_reader(struct recorder *rec, int cpu);
 

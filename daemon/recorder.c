@@ -438,18 +438,24 @@ static int load_kernel_facts(struct recorder *rec)
 	return 0;
 }
 
+void recorder_drain_all(struct recorder *rec)
+{
+	for (unsigned i = 0; i < rec->nr_readers; i++) {
+		int r = cpu_reader_drain(rec->readers[i]);
+
+		if (r < 0)
+			log_errno(LOG_WARNING, r, "cannot read the buffer of CPU %d, continuing",
+				  cpu_reader_cpu(rec->readers[i]));
+	}
+}
+
 /* Boot capture may have filled the buffer: keep it before anything can clear it. Logs. */
 static int keep_buffered(struct recorder *rec)
 {
 	_cleanup_free_ char *clock = NULL;
 	int r;
 
-	for (unsigned i = 0; i < rec->nr_readers; i++) {
-		r = cpu_reader_drain(rec->readers[i]);
-		if (r < 0)
-			log_errno(LOG_WARNING, r, "cannot drain CPU %d, continuing",
-				  cpu_reader_cpu(rec->readers[i]));
-	}
+	recorder_drain_all(rec);
 	log_info("kept the events the ring buffer held at start");
 	clock = tracing_clock(rec->tracing);
 	if (rec->cfg->clock && *rec->cfg->clock && clock && !streq(clock, rec->cfg->clock)) {

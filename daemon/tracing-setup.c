@@ -124,16 +124,25 @@ static int event_path(const struct tracing *t, const struct config_event *ev, co
 	return tracing_pathf(path, "%s/events/%s/%s/%s", t->instance_dir, ev->system, ev->name, file);
 }
 
+/* The path of ev's control file and its value without the trailing newline. Returns 0 or -errno. */
+static int event_value(const struct tracing *t, const struct config_event *ev, const char *file,
+		       char path[static PATH_MAX], char **ret)
+{
+	int r;
+
+	r = event_path(t, ev, file, path);
+	if (r < 0)
+		return r;
+	return tracing_read_value(path, ret);
+}
+
 static int setup_filter(struct tracing *t, const struct config_event *ev)
 {
 	_cleanup_free_ char *cur = NULL;
 	char path[PATH_MAX];
 	int r;
 
-	r = event_path(t, ev, "filter", path);
-	if (r < 0)
-		return r;
-	r = tracing_read_value(path, &cur);
+	r = event_value(t, ev, "filter", path, &cur);
 	if (r < 0)
 		return r;
 	if (ev->filter && !streq(cur, ev->filter))
@@ -182,10 +191,7 @@ static int setup_enable(struct tracing *t, const struct config_event *ev)
 	 * mode (our stacktrace trigger does): only the digit says whether it
 	 * records, and "0" is what turns it off again.
 	 */
-	r = event_path(t, ev, "enable", path);
-	if (r < 0)
-		return r;
-	r = tracing_read_value(path, &cur);
+	r = event_value(t, ev, "enable", path, &cur);
 	if (r < 0)
 		return r;
 	if (cur[0] == '1')

@@ -44,10 +44,7 @@ int page_layout_stack_ref_format(int id, struct buf *out)
 			  "name: stack_ref\n"
 			  "ID: %d\n"
 			  "format:\n"
-			  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-			  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-			  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-			  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+			  FTRACE_COMMON_FIELDS_FORMAT
 			  "\n"
 			  "\tfield:unsigned int stack_ref;\toffset:8;\tsize:4;\tsigned:0;\n"
 			  "\tfield:unsigned int nr_frames;\toffset:12;\tsize:4;\tsigned:0;\n"

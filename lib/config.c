@@ -208,17 +208,15 @@ static int fail(struct parse_state *s, unsigned line, const char *key, const cha
 	_cleanup_free_ char *msg = NULL;
 	char where[32] = "";
 	va_list ap;
-	int n;
+	int r;
 
 	if (s->error || s->error_r)
 		return s->error_r ?: -EINVAL;
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	r = vstrprintf(&msg, fmt, ap);
 	va_end(ap);
-	if (n < 0) {
-		msg = NULL;
-		return s->error_r = -ENOMEM;
-	}
+	if (r < 0)
+		return s->error_r = r;
 	if (line)
 		(void)snprintf(where, sizeof(where), ":%u", line);
 	if (strprintf(&s->error, "%s%s: %s%s%s", s->name, where, key ?: "", key ? ": " : "",
@@ -612,18 +610,14 @@ static int check_fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
 static int check_fail(char **ret_error, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
+	int r;
 
 	if (!ret_error)
 		return -EINVAL;
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	r = vstrprintf(ret_error, fmt, ap);
 	va_end(ap);
-	if (!msg)
-		return -ENOMEM;
-	*ret_error = msg;
-	return -EINVAL;
+	return r < 0 ? r : -EINVAL;
 }
 
 int config_check(const struct config *c, char **ret_error)

@@ -40,7 +40,7 @@ void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...)
 	if (s->nr_errors >= DECODE_MAX_ERRORS)
 		return;
 	va_start(ap, fmt);
-	if (vasprintf(&m, fmt, ap) >= 0)
+	if (vstrprintf(&m, fmt, ap) >= 0)
 		s->errors[s->nr_errors++] = m;
 	va_end(ap);
 }

@@ -309,6 +309,8 @@ static int add_pending(struct decoder *d, struct cursor *c)
 	return 0;
 }
 
+static int cursor_join(struct decoder *d, struct cursor *c, size_t k);
+
 /* Read segment k's tables; give every CPU it has data for and that has no cursor yet one. */
 static int slot_open(struct decoder *d, size_t k)
 {
@@ -350,13 +352,7 @@ static int slot_open(struct decoder *d, size_t k)
 			return -ENOMEM;
 		d->cursors[cpu] = c;
 		c->cpu = cpu;
-		c->seg = k;
-		c->state = CURSOR_IN;
-		slot->users++;
-		r = cursor_setup(c, s);
-		if (r < 0)
-			return r;
-		r = add_pending(d, c);
+		r = cursor_join(d, c, k);
 		if (r < 0)
 			return r;
 	}
@@ -421,6 +417,17 @@ static int cursor_leave(struct decoder *d, struct cursor *c)
 		return 0;
 	}
 	return cursor_enter(d, c, c->seg + 1);
+}
+
+/* Enter segment k with a cursor that is not pending (new or parked), and make it pending. */
+static int cursor_join(struct decoder *d, struct cursor *c, size_t k)
+{
+	int r;
+
+	r = cursor_enter(d, c, k);
+	if (r < 0)
+		return r;
+	return add_pending(d, c);
 }
 
 /*
@@ -652,10 +659,7 @@ static int advance_window(struct decoder *d)
 
 			if (!c || c->state != CURSOR_PARKED)
 				continue;
-			r = cursor_enter(d, c, c->seg + 1);
-			if (r < 0)
-				return r;
-			r = add_pending(d, c);
+			r = cursor_join(d, c, c->seg + 1);
 			if (r < 0)
 				return r;
 		}

@@ -51,15 +51,13 @@ static int lex_fail(struct lexer *l, const char *fmt, ...) _printf_(2, 3);
 static int lex_fail(struct lexer *l, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
+	int r;
 
 	va_start(ap, fmt);
-	n = vasprintf(&l->msg, fmt, ap);
+	r = vstrprintf(&l->msg, fmt, ap);
 	va_end(ap);
-	if (n < 0) {
-		l->msg = NULL;
-		return -ENOMEM;
-	}
+	if (r < 0)
+		return r;
 	return -EINVAL;
 }
 

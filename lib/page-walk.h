@@ -23,6 +23,17 @@
 #define PAGE_MISSED_STORED (1ULL << 30)		/* a missed-event count follows the data */
 #define PAGE_MISSED_EVENTS (1ULL << 31)		/* events were lost before this page */
 
+/*
+ * The fields every ftrace event's data starts with, as the "format:" lines
+ * of the kernel's events/SYSTEM/NAME/format files write them (no '%': the
+ * text may stand in a printf format).
+ */
+#define FTRACE_COMMON_FIELDS_FORMAT                                                    \
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"         \
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"         \
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+
 /* Event header type_len values with a meaning of their own. */
 #define PAGE_TYPE_PADDING 29
 #define PAGE_TYPE_TIME_EXTEND 30

@@ -93,26 +93,6 @@ static int cut_short(struct segment_reader *r, int err)
 	return err;
 }
 
-/* pread() up to len bytes at off; returns the number read (short only at EOF) or -errno. */
-static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
 /*
  * Read and check the record header at off (avail bytes from off to the end
  * of the file) into *h. Returns 0, -EBADMSG or another -errno.
@@ -126,7 +106,7 @@ static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
 	if (avail < SEGMENT_REC_HDR_SIZE)
 		return cut_short(r, bad(r, off, "truncated record header: %" PRIu64 " of %d bytes", avail,
 			   SEGMENT_REC_HDR_SIZE));
-	n = pread_full(r->fd, p, sizeof(p), off);
+	n = read_full(r->fd, p, sizeof(p), (int64_t)off);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < sizeof(p))
@@ -293,7 +273,7 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 	if (k < 0)
 		return k;
 	payload = r->stored.data;
-	n = pread_full(r->fd, payload, h->stored_len, off + SEGMENT_REC_HDR_SIZE);
+	n = read_full(r->fd, payload, h->stored_len, (int64_t)(off + SEGMENT_REC_HDR_SIZE));
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < h->stored_len)
@@ -332,7 +312,7 @@ static int check_footer(struct segment_reader *r, uint64_t off, uint64_t index_o
 	if (avail < SEGMENT_FOOTER_SIZE)
 		return bad(r, off, "truncated footer: %" PRIu64 " of %d bytes", avail,
 			   SEGMENT_FOOTER_SIZE);
-	n = pread_full(r->fd, p, sizeof(p), off);
+	n = read_full(r->fd, p, sizeof(p), (int64_t)off);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < sizeof(p))
@@ -370,7 +350,7 @@ static int check_trailer(struct segment_reader *r)
 	if (r->size < SEGMENT_PROLOGUE_SIZE + 2 * SEGMENT_REC_HDR_SIZE + SEGMENT_FOOTER_SIZE)
 		return 0;
 	foot = r->size - SEGMENT_FOOTER_SIZE;
-	n = pread_full(r->fd, p, sizeof(p), foot);
+	n = read_full(r->fd, p, sizeof(p), (int64_t)foot);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < sizeof(p) || memcmp(p + 16, SEGMENT_END_MAGIC, 8) != 0 ||
@@ -421,7 +401,7 @@ int segment_reader_open(const char *path, struct segment_reader **ret)
 		return -EINVAL;
 	r->size = (uint64_t)st.st_size;
 
-	n = pread_full(r->fd, p, sizeof(p), 0);
+	n = read_full(r->fd, p, sizeof(p), 0);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < sizeof(p) || memcmp(p, SEGMENT_MAGIC, 8) != 0 ||

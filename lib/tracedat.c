@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "page-walk.h"
 #include "tracedat.h"
 
 #define PAGE_HDR 16			/* timestamp + commit (64-bit kernels) */
@@ -39,10 +40,7 @@ static const char kernel_stack_format[] =
 	"name: kernel_stack\n"
 	"ID: %d\n"
 	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	FTRACE_COMMON_FIELDS_FORMAT
 	"\n"
 	"\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"
 	"\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n"

@@ -13,13 +13,19 @@
 int strprintf(char **ret, const char *fmt, ...)
 {
 	va_list ap;
-	char *s;
-	int n;
+	int r;
 
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	r = vstrprintf(ret, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	return r;
+}
+
+int vstrprintf(char **ret, const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) < 0)
 		return -ENOMEM;
 	*ret = s;
 	return 0;
@@ -38,6 +44,7 @@ int read_file(const char *path, char **ret, size_t *ret_len)
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
+		size_t want;
 		ssize_t n;
 
 		if (cap - len < 2) {
@@ -48,7 +55,30 @@ int read_file(const char *path, char **ret, size_t *ret_len)
 			buf = nb;
 			cap *= 2;
 		}
-		n = read(fd, buf + len, cap - len - 1);
+		want = cap - len - 1;
+		n = read_full(fd, buf + len, want, -1);
+		if (n < 0)
+			return (int)n;
+		len += (size_t)n;
+		if ((size_t)n < want)
+			break;
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	*ret = steal_ptr(buf);
+	return 0;
+}
+
+ssize_t read_full(int fd, void *buf, size_t len, int64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		uint8_t *p = (uint8_t *)buf + done;
+		ssize_t n = off < 0 ? read(fd, p, len - done)
+				    : pread(fd, p, len - done, (off_t)off + (off_t)done);
+
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -56,13 +86,9 @@ int read_file(const char *path, char **ret, size_t *ret_len)
 		}
 		if (n == 0)
 			break;
-		len += (size_t)n;
+		done += (size_t)n;
 	}
-	buf[len] = '\0';
-	if (ret_len)
-		*ret_len = len;
-	*ret = steal_ptr(buf);
-	return 0;
+	return (ssize_t)done;
 }
 
 int write_file(const char *path, const char *s)

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -120,12 +121,22 @@ static inline bool startswith(const char *s, const char *prefix)
  */
 int strprintf(char **ret, const char *fmt, ...) _printf_(2, 3);
 
+/* strprintf() with the arguments as a va_list. */
+int vstrprintf(char **ret, const char *fmt, va_list ap) _printf_(2, 0);
+
 /*
  * Read a whole file (tracefs files report size 0, so read until EOF).
  * On success *ret holds a NUL-terminated buffer owned by the caller and
  * *ret_len (if not NULL) its length without the NUL. Returns 0 or -errno.
  */
 int read_file(const char *path, char **ret, size_t *ret_len);
+
+/*
+ * Read up to len bytes into buf: at offset off with pread(), or with read()
+ * at the file position when off is -1; retries on EINTR and short reads.
+ * Returns the number read (short only at EOF) or -errno.
+ */
+ssize_t read_full(int fd, void *buf, size_t len, int64_t off);
 
 /* Write a string to a file (O_WRONLY|O_TRUNC, no create). Returns 0 or -errno. */
 int write_file(const char *path, const char *s);
