@@ -17,6 +17,7 @@
 #include "config.h"
 #include "config-check.h"
 #include "helpers.h"
+#include "page-walk.h"
 #include "tracing.h"
 #include "util.h"
 
@@ -48,10 +49,7 @@ static const char minimal_sched_switch[] =
 	"name: sched_switch\n"
 	"ID: 300\n"
 	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	FTRACE_COMMON_FIELDS_FORMAT
 	"\n"
 	"\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	"\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"

@@ -18,17 +18,14 @@
 #include "decode-internal.h"
 #include "decode.h"
 #include "helpers.h"
+#include "page-walk.h"
 #include "segment.h"
 #include "stacktab.h"
 #include "util.h"
 
 static char *dir;
 
-#define COMMON_FIELDS \
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+#define COMMON_FIELDS FTRACE_COMMON_FIELDS_FORMAT "\n"
 
 static const char tick_format[] =
 	"name: tick\nID: 30\nformat:\n" COMMON_FIELDS

@@ -592,19 +592,13 @@ static void test_stack_refs(void)
 
 static const char stack_id_format[] =
 	"name: stack_id\nID: 20\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	FTRACE_COMMON_FIELDS_FORMAT "\n"
 	"\tfield:int stack_id;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"<stack_id %d>\", REC->stack_id\n";
 
 static const char tick_format[] =
 	"name: tick\nID: 30\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	FTRACE_COMMON_FIELDS_FORMAT "\n"
 	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"n=%d\", REC->n\n";
 
@@ -751,10 +745,7 @@ static void test_stack_ids(void)
 
 static const char tock_format[] =
 	"name: tock\nID: 31\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	FTRACE_COMMON_FIELDS_FORMAT "\n"
 	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"n=%d\", REC->n\n";
 

@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "crc32c.h"
 #include "helpers.h"
+#include "page-walk.h"
 #include "segment.h"
 #include "util.h"
 
@@ -22,10 +23,7 @@ static int run_status;
 
 static const char tick_format[] =
 	"name: tick\nID: 30\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	FTRACE_COMMON_FIELDS_FORMAT "\n"
 	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"n=%d\", REC->n\n";
 

@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "helpers.h"
+#include "page-walk.h"
 #include "sample-stream.h"
 #include "tracedat.h"
 
@@ -22,10 +23,7 @@ static const char header_page[] =
 
 static const char common[] =
 	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	FTRACE_COMMON_FIELDS_FORMAT "\n"
 	"\tfield:unsigned long bytes_req;\toffset:8;\tsize:8;\tsigned:0;\n\n"
 	"print fmt: \"bytes_req=%lu\", REC->bytes_req\n";
 
