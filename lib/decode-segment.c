@@ -534,6 +534,112 @@ int decoder_segment_load(const char *path, struct decoder_segment **ret, char **
 	return decoder_segment_load_filtered(path, NULL, ret, ret_error);
 }
 
+/* Set *ret_error (if asked) to "'path': what". */
+static void set_error(char **ret_error, const char *path, const char *what)
+{
+	if (ret_error && asprintf(ret_error, "'%s': %s", path, what) < 0)
+		*ret_error = NULL;
+}
+
+/*
+ * The records of the segment but its pages (META first, then the tables
+ * the pages need); *clean_end: the data ended at a record boundary, or at
+ * the record the daemon is writing. A damaged record ends the reading with
+ * an error noted in s. Returns 0, -EBADMSG (no META first: *ret_error
+ * says so) or -ENOMEM.
+ */
+static int read_records(struct decoder_segment *s, struct segment_reader *rd,
+			const struct decoder_filter *f, const struct segment_index *idx,
+			bool *clean_end, char **ret_error)
+{
+	bool seen_meta = false;
+	size_t seek = 0;
+	int r;
+
+	for (;;) {
+		struct segment_record rec;
+
+		r = segment_reader_next(rd, &rec);
+		if (r == 0) {
+			s->data_end = segment_reader_good_offset(rd);
+			*clean_end = true;
+			break;
+		}
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			s->data_end = segment_reader_error_offset(rd);
+			if (r == -EBADMSG && segment_reader_cut_short(rd) && segment_name_is_part(s->path)) {
+				/* the record the daemon is writing right now */
+				s->data_end = segment_reader_good_offset(rd);
+				*clean_end = true;
+				break;
+			}
+			if (r == -EBADMSG)
+				decoder_segment_add_error(s, "'%s': damaged at offset %" PRIu64 ": %s; the data after it is lost",
+					  s->path, s->data_end, segment_reader_error(rd));
+			else
+				decoder_segment_add_error(s, "'%s': read error at offset %" PRIu64 ": %s", s->path,
+					  s->data_end, strerror(-r));
+			break;
+		}
+		if (!seen_meta) {
+			if (rec.type != SEGMENT_REC_META) {
+				set_error(ret_error, s->path, "first record is not META");
+				return -EBADMSG;
+			}
+			r = segment_meta_parse(&s->meta, rec.data, rec.len);
+			if (r < 0)
+				return r;
+			setup_layout(s);
+			seen_meta = true;
+			continue;
+		}
+		r = load_record(s, &rec, f, idx, &seek);
+		if (r < 0)
+			return r;
+	}
+	if (!seen_meta) {
+		set_error(ret_error, s->path, "no META record");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* How a segment whose data ended cleanly ends: being written, cut short, or recovered. */
+static void note_end(struct decoder_segment *s, struct segment_reader *rd,
+		     const struct segment_index *idx)
+{
+	if (!segment_reader_complete(rd) && segment_name_is_part(s->path)) {
+		/* the segment being written (or left by a crash, recovered at the next start) */
+		if (asprintf(&s->unfinished, "'%s': unfinished (being written, or left by a "
+			     "crash): read up to offset %" PRIu64, s->path, s->data_end) < 0)
+			s->unfinished = NULL;
+	} else if (!segment_reader_complete(rd)) {
+		decoder_segment_add_error(s, "'%s': incomplete (no trailer): the data ends at offset %" PRIu64,
+			  s->path, s->data_end);
+	} else if (idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED)) {
+		decoder_segment_add_error(s, "'%s': recovered after a crash: its data ends early", s->path);
+	}
+}
+
+/* After the tables: symbols, the wall-clock window and the stack event types. */
+static void finish_tables(struct decoder_segment *s, const struct decoder_filter *f)
+{
+	/*
+	 * The subset comes when the daemon finishes the segment: until then
+	 * (or after a crash), the running kernel's symbols, if it is the same boot.
+	 */
+	if (!s->ks)
+		s->ks = ksyms_live_for_boot(segment_meta_get(&s->meta, "boot_id"));
+	place_wall_window(s, f);
+	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
+	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
+	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");
+	s->stack_type[DECODED_STACK_MISSING] = -1;
+	decode_find_stack_events(s);
+}
+
 int decoder_segment_load_filtered(const char *path, const struct decoder_filter *filter,
 				  struct decoder_segment **ret, char **ret_error)
 {
@@ -541,8 +647,7 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	const struct decoder_filter *f = filter ? filter : &DECODER_FILTER_ALL;
 	const struct segment_index *idx;
-	bool seen_meta = false, clean_end = false;
-	size_t seek = 0;
+	bool clean_end = false;
 	int r;
 
 	s = calloc(1, sizeof(*s));
@@ -558,8 +663,7 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 
 	r = open_reader(s, &rd);
 	if (r < 0) {
-		if (ret_error && asprintf(ret_error, "'%s': %s", path, open_error_text(r)) < 0)
-			*ret_error = NULL;
+		set_error(ret_error, path, open_error_text(r));
 		return r;
 	}
 	/* pages are read in the second pass, and only those asked for */
@@ -571,82 +675,12 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 		return 0;
 	}
 
-	for (;;) {
-		struct segment_record rec;
-
-		r = segment_reader_next(rd, &rec);
-		if (r == 0) {
-			s->data_end = segment_reader_good_offset(rd);
-			clean_end = true;
-			break;
-		}
-		if (r == -ENOMEM)
-			return r;
-		if (r < 0) {
-			s->data_end = segment_reader_error_offset(rd);
-			if (r == -EBADMSG && segment_reader_cut_short(rd) && segment_name_is_part(path)) {
-				/* the record the daemon is writing right now */
-				s->data_end = segment_reader_good_offset(rd);
-				clean_end = true;
-				break;
-			}
-			if (r == -EBADMSG)
-				decoder_segment_add_error(s, "'%s': damaged at offset %" PRIu64 ": %s; the data after it is lost",
-					  path, s->data_end, segment_reader_error(rd));
-			else
-				decoder_segment_add_error(s, "'%s': read error at offset %" PRIu64 ": %s", path,
-					  s->data_end, strerror(-r));
-			break;
-		}
-		if (!seen_meta) {
-			if (rec.type != SEGMENT_REC_META) {
-				if (ret_error && asprintf(ret_error, "'%s': first record is not META",
-							  path) < 0)
-					*ret_error = NULL;
-				return -EBADMSG;
-			}
-			r = segment_meta_parse(&s->meta, rec.data, rec.len);
-			if (r < 0)
-				return r;
-			setup_layout(s);
-			seen_meta = true;
-			continue;
-		}
-		r = load_record(s, &rec, f, idx, &seek);
-		if (r < 0)
-			return r;
-	}
-	if (!seen_meta) {
-		if (ret_error && asprintf(ret_error, "'%s': no META record", path) < 0)
-			*ret_error = NULL;
-		return -EBADMSG;
-	}
-
-	if (clean_end) {
-		/* the segment being written (or left by a crash, recovered at the next start) */
-		if (!segment_reader_complete(rd) && segment_name_is_part(path)) {
-			if (asprintf(&s->unfinished, "'%s': unfinished (being written, or left by a "
-				     "crash): read up to offset %" PRIu64, path, s->data_end) < 0)
-				s->unfinished = NULL;
-		} else if (!segment_reader_complete(rd))
-			decoder_segment_add_error(s, "'%s': incomplete (no trailer): the data ends at offset %" PRIu64,
-				  path, s->data_end);
-		else if (idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED))
-			decoder_segment_add_error(s, "'%s': recovered after a crash: its data ends early", path);
-	}
-
-	/*
-	 * The subset comes when the daemon finishes the segment: until then
-	 * (or after a crash), the running kernel's symbols, if it is the same boot.
-	 */
-	if (!s->ks)
-		s->ks = ksyms_live_for_boot(segment_meta_get(&s->meta, "boot_id"));
-	place_wall_window(s, f);
-	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
-	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
-	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");
-	s->stack_type[DECODED_STACK_MISSING] = -1;
-	decode_find_stack_events(s);
+	r = read_records(s, rd, f, idx, &clean_end, ret_error);
+	if (r < 0)
+		return r;
+	if (clean_end)
+		note_end(s, rd, idx);
+	finish_tables(s, f);
 
 	s->rd = steal_ptr(rd);
 	*ret = steal_ptr(s);
