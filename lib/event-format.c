@@ -5,7 +5,7 @@
  * event-format-print.c runs per record, and keeps the programs in a cache
  * keyed by handle and event. The compiler accepts only what it reproduces
  * exactly as libtraceevent 1.7 prints it: literal text with its escapes;
- * %d %i %u %x %X %o with the h, hh, l, ll and z lengths, the '-', '0' and
+ * %d %i %u %x %X %o with the h, hh, l, ll, L and z lengths, the '-', '0' and
  * (for hex) '#' flags, widths and precisions; %s
  * of atoms, char arrays, __get_str(), __print_flags(), __print_symbolic()
  * and ?:; %p, %pS, %ps, %pF, %pf; numeric arguments built from fields,
@@ -433,6 +433,8 @@ static size_t parse_spec(const char *fmt, struct fspec *sp)
 		sp->ls = -2, p += 2;
 	else if (p[0] == 'l' && p[1] == 'l')
 		sp->ls = 2, p += 2;
+	else if (*p == 'L')	/* glibc: as ll for integers */
+		sp->ls = 2, p++;
 	else if (*p == 'h')
 		sp->ls = -1, p++;
 	else if (*p == 'l' || *p == 'z')

@@ -39,7 +39,7 @@ static const char conv_format[] =
 	"\tfield:unsigned short arr[4];\toffset:44;\tsize:8;\tsigned:0;\n\n"
 	"print fmt: \"a=%5d b=%-5u c=%05x d=%#x e=%#08X f=%.3d g=%-8.3i h=%hd i=%hhd j=%hhu "
 	"k=%o l=%ld m=%lu n=%lx o=%llx p=%zu q=%zd t=%10s u=%-10s| v=%.2s "
-	"w=%s x=%d y=%u z=%d A=%d B=%llu C=%d D=%x E=%d F=%u G=%.0d H=%-4s| I=%05d J=%x "
+	"w=%s x=%d y=%u z=%d A=%d B=%llu C=%d D=%x E=%d F=%u G=%.0d H=%-4s| I=%05d J=%x K=%Lu L=%Ld "
 	"100%% \\\"q\\\" \\t\\n %d\", "
 	"REC->i, REC->u, REC->i, REC->u, REC->i, REC->i, REC->i, REC->h, REC->c, REC->uc, "
 	"REC->u, REC->l, REC->l, REC->l, REC->l, REC->l, REC->l, "
@@ -48,6 +48,7 @@ static const char conv_format[] =
 	"(REC->i > 0 && REC->u != 5) || !REC->l, REC->i < REC->w ? REC->i : -REC->w, "
 	"(s16)REC->u, (unsigned char)REC->l, REC->l >= 100, REC->arr[0] + REC->arr[3], "
 	"REC->l <= -1, REC->i == 0, REC->c ? \"yes\" : \"\", REC->u >> 4, REC->u & 0xff0, "
+	"(unsigned long long)REC->l, REC->i, "
 	"(int)REC->l\n";
 
 /* Shapes the compiler must leave to libtraceevent. */
