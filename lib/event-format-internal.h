@@ -89,11 +89,24 @@ struct fout {
 };
 
 /*
+ * The symbols %pS and %ps found for recent addresses of one handle (call
+ * sites repeat): direct-mapped, name NULL where the handle knows none.
+ * The names are the handle's resolver's, valid while its records print.
+ */
+#define FSYM_SLOTS 256
+struct fsym {
+	unsigned long long addr, start;
+	const char *name;
+	bool valid;
+};
+
+/*
  * Print one record with prog into out (appended, and terminated after its len). tep is
- * the record's handle, for symbol lookups. Returns false when the record
+ * the record's handle, for symbol lookups, and syms (FSYM_SLOTS, or NULL)
+ * its symbol cache. Returns false when the record
  * is one libtraceevent must print (see event_format_info()).
  */
-bool fprog_run(const struct fprog *prog, struct tep_handle *tep, const void *data, size_t size,
-	       struct fout *out);
+bool fprog_run(const struct fprog *prog, struct tep_handle *tep, struct fsym *syms,
+	       const void *data, size_t size, struct fout *out);
 
 #endif

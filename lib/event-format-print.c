@@ -16,6 +16,7 @@ struct run {
 	const uint8_t *data;
 	size_t size;
 	struct tep_handle *tep;
+	struct fsym *syms;
 	struct fout *out;
 	bool bad;		/* the record needs libtraceevent */
 };
@@ -330,21 +331,37 @@ static void run_str(struct run *r, const struct fspec *sp, const struct fs *f)
 	}
 }
 
+/* The function around addr, through the handle's symbol cache. */
+static struct fsym find_func(struct run *r, unsigned long long addr)
+{
+	struct fsym *e = NULL, f = { .addr = addr, .valid = true };
+
+	if (r->syms) {
+		e = &r->syms[(addr ^ addr >> 8 ^ addr >> 16) % FSYM_SLOTS];
+		if (e->valid && e->addr == addr)
+			return *e;
+	}
+	if (!tep_find_function_info(r->tep, addr, &f.name, &f.start, NULL))
+		f.name = NULL;
+	if (e)
+		*e = f;
+	return f;
+}
+
 /* %pS, %ps: the symbol (and offset), or the address where none is known. */
 static void put_func(struct run *r, const struct fspec *sp, uint64_t val)
 {
-	unsigned long long start;
-	const char *name;
+	struct fsym f = find_func(r, val);
 	char buf[24], *end = buf + sizeof(buf), *p;
 
-	if (!tep_find_function_info(r->tep, val, &name, &start, NULL)) {
+	if (!f.name) {
 		put_hex(r->out, val);
 		return;
 	}
-	put(r->out, name, strlen(name));
+	put(r->out, f.name, strlen(f.name));
 	if (!sp->func_offset)
 		return;
-	p = digits(end, val - start, 16, false);
+	p = digits(end, val - f.start, 16, false);
 	*--p = 'x';
 	*--p = '0';
 	*--p = '+';
@@ -380,10 +397,10 @@ static void run_item(struct run *r, const struct fitem *it)
 	}
 }
 
-bool fprog_run(const struct fprog *prog, struct tep_handle *tep, const void *data, size_t size,
-	       struct fout *out)
+bool fprog_run(const struct fprog *prog, struct tep_handle *tep, struct fsym *syms,
+	       const void *data, size_t size, struct fout *out)
 {
-	struct run r = { .data = data, .size = size, .tep = tep, .out = out };
+	struct run r = { .data = data, .size = size, .tep = tep, .syms = syms, .out = out };
 	char *end;
 
 	out->ok = true;

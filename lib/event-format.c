@@ -33,6 +33,7 @@ struct tep_slot {
 	unsigned long long used;
 	struct entry *entries;		/* open addressing on the event pointer */
 	size_t nr, cap;
+	struct fsym *syms;		/* FSYM_SLOTS, or NULL */
 };
 
 struct event_format_cache {
@@ -40,6 +41,7 @@ struct event_format_cache {
 	unsigned long long tick;
 	const struct tep_event *last_event;	/* a hit on the previous lookup */
 	struct fprog *last_prog;
+	struct tep_slot *last_slot;
 	struct fout out;
 	struct event_format_stats stats;
 };
@@ -588,6 +590,7 @@ static void slot_clear(struct tep_slot *slot)
 	for (size_t i = 0; i < slot->cap; i++)
 		fprog_free(slot->entries[i].prog);
 	free(slot->entries);
+	free(slot->syms);
 	if (slot->tep)
 		tep_unref(slot->tep);
 	*slot = (struct tep_slot){};
@@ -620,6 +623,8 @@ static struct tep_slot *slot_of(struct event_format_cache *c, struct tep_handle 
 	slot_clear(lru);
 	tep_ref(tep);
 	lru->tep = tep;
+	/* without it symbols are looked up every time: slower, the same */
+	lru->syms = calloc(FSYM_SLOTS, sizeof(*lru->syms));
 	return lru;
 }
 
@@ -669,6 +674,7 @@ static struct fprog *lookup(struct event_format_cache *c, struct tep_event *even
 
 	if (event == c->last_event)
 		return c->last_prog;
+	c->last_event = NULL;
 	slot = slot_of(c, event->tep);
 	slot->used = ++c->tick;
 	e = slot_find(slot, event);
@@ -686,6 +692,7 @@ static struct fprog *lookup(struct event_format_cache *c, struct tep_event *even
 	}
 	c->last_event = event;
 	c->last_prog = e->prog;
+	c->last_slot = slot;
 	return e->prog;
 }
 
@@ -700,7 +707,7 @@ bool event_format_info(struct event_format_cache *c, struct trace_seq *s, struct
 	if (!prog || record->size < 0)
 		goto fallback;
 	c->out.len = 0;
-	if (!fprog_run(prog, event->tep, record->data, record->size, &c->out))
+	if (!fprog_run(prog, event->tep, c->last_slot->syms, record->data, record->size, &c->out))
 		goto fallback;
 	trace_seq_puts(s, c->out.buf);
 	c->stats.records_fast++;
