@@ -15,6 +15,7 @@
 #include "cmd-common.h"
 #include "commands.h"
 #include "decode.h"
+#include "event-format.h"
 #include "event-line.h"
 #include "log.h"
 #include "selection.h"
@@ -160,6 +161,43 @@ static void print_task_time(struct trace_seq *s, const struct decoded_event *ev,
 	}
 }
 
+/*
+ * The INFO part, from formats compiled once per event type (event-format.h);
+ * libtraceevent prints the types and records they decline. The hidden
+ * STACKMAPCTL_FORMAT=libtraceevent has libtraceevent print everything (to
+ * compare the two); STACKMAPCTL_FORMAT=stats counts both ways on stderr.
+ */
+enum info_mode { INFO_UNSET, INFO_COMPILED, INFO_STATS, INFO_LIBTRACEEVENT };
+static enum info_mode info_mode;
+static struct event_format_cache *info_formats;
+
+static void print_info(struct trace_seq *s, const struct decoded_event *ev)
+{
+	if (info_mode == INFO_UNSET) {
+		const char *e = getenv("STACKMAPCTL_FORMAT");
+
+		info_mode = e && streq(e, "libtraceevent") ? INFO_LIBTRACEEVENT :
+			    e && streq(e, "stats") ? INFO_STATS : INFO_COMPILED;
+		if (info_mode != INFO_LIBTRACEEVENT)
+			info_formats = event_format_cache_new();
+	}
+	if (!info_formats || !event_format_info(info_formats, s, ev->event, ev->record))
+		tep_print_event(ev->tep, s, ev->record, "%s", TEP_PRINT_INFO);
+}
+
+static void info_formats_free(void)
+{
+	struct event_format_stats st;
+
+	if (info_formats && info_mode == INFO_STATS) {
+		event_format_stats(info_formats, &st);
+		fprintf(stderr, "event formats: %zu compiled, %zu left to libtraceevent; "
+			"records: %llu compiled, %llu by libtraceevent\n", st.types_fast,
+			st.types_fallback, st.records_fast, st.records_fallback);
+	}
+	info_formats = event_format_cache_free(info_formats);
+}
+
 /* trace-cmd report's layout: COMM-PID [CPU] TIME: NAME: (padded to 20) INFO */
 static void print_known(struct trace_seq *s, const struct decoded_event *ev, bool ns)
 {
@@ -180,7 +218,7 @@ static void print_known(struct trace_seq *s, const struct decoded_event *ev, boo
 		trace_seq_puts(s, spaces + len);
 
 	if (!ev->is_stack) {
-		tep_print_event(ev->tep, s, ev->record, "%s", TEP_PRINT_INFO);
+		print_info(s, ev);
 		return;
 	}
 	trace_seq_puts(s, "<stack trace >");
@@ -322,6 +360,7 @@ int cmd_report(int argc, char **argv)
 	note_unresolved(&sel);
 	trace_seq_destroy(&ctx.s);
 	stack_texts_free();
+	info_formats_free();
 	if (r < 0)
 		return 1;
 	if (fflush(stdout) != 0) {
