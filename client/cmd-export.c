@@ -126,7 +126,7 @@ static int export_csv(struct selection *sel, const struct sample_source_options 
 
 struct tracedat_ctx {
 	struct tracedat *t;
-	const struct decoder_segment *seg;	/* the last segment whose tables were taken */
+	uint64_t seg;				/* serial of the last segment whose tables were taken */
 	struct strmap *kallsyms;		/* lines of every segment, once each */
 	struct strmap *pids;			/* saved_cmdlines: pid -> comms[index] */
 	char **comms;				/* the latest comm of each pid */
@@ -259,7 +259,7 @@ static int take_tables(struct tracedat_ctx *ctx, const struct decoded_event *ev)
 		else if (streq(name, "saved_cmdlines"))
 			r = add_comms(ctx, data, len);
 	}
-	ctx->seg = ev->seg;
+	ctx->seg = decoder_segment_serial(ev->seg);
 	return r < 0 ? log_errno(LOG_ERR, r, "cannot export") : 0;
 }
 
@@ -270,7 +270,7 @@ static int tracedat_event(struct decoded_event *ev, void *userdata)
 
 	if (ev->kind == DECODED_STACK_MISSING)
 		return 0;	/* nothing the kernel wrote */
-	if (ev->seg != ctx->seg && take_tables(ctx, ev) < 0)
+	if (decoder_segment_serial(ev->seg) != ctx->seg && take_tables(ctx, ev) < 0)
 		return -1;
 	/* a stack stored by id or reference goes in as the kernel_stack it stands for */
 	if ((ev->kind == DECODED_STACK_REF || ev->kind == DECODED_STACK_ID) && ev->resolved &&

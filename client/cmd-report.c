@@ -79,12 +79,12 @@ static void print_unknown(struct trace_seq *s, const struct decoded_event *ev, b
  * The printed frames of daemon stacks (stack_ref), which a segment stores
  * once and its events name again and again: formatted once per segment
  * and stack, not once per event. Direct-mapped; the key is the segment's
- * path (the decoder hands out the caller's own strings, one per segment)
- * and the stack's id.
+ * serial (decoder_segment_serial(): a later segment may get a closed one's
+ * address, never its serial) and the stack's id.
  */
 #define STACK_TEXT_SLOTS 8192
 struct stack_text {
-	const char *segment;
+	uint64_t segment;
 	uint32_t id;
 	char *text;
 	size_t len;
@@ -103,6 +103,7 @@ static void stack_texts_free(void)
 
 static void print_frames(struct trace_seq *s, const struct decoded_event *ev)
 {
+	uint64_t serial = decoder_segment_serial(ev->seg);
 	struct stack_text *t;
 	struct trace_seq f;
 	uint32_t h;
@@ -113,15 +114,15 @@ static void print_frames(struct trace_seq *s, const struct decoded_event *ev)
 			print_frame(s, ev, i);
 		return;
 	}
-	h = (ev->stack_id * 2654435761u + (uint32_t)(uintptr_t)ev->segment) % STACK_TEXT_SLOTS;
+	h = (ev->stack_id * 2654435761u + (uint32_t)serial * 40503u) % STACK_TEXT_SLOTS;
 	t = &stack_texts[h];
-	if (!t->text || t->segment != ev->segment || t->id != ev->stack_id) {
+	if (!t->text || t->segment != serial || t->id != ev->stack_id) {
 		trace_seq_init(&f);
 		for (uint16_t i = 0; i < ev->nr; i++)
 			print_frame(&f, ev, i);
 		trace_seq_terminate(&f);
 		free(t->text);
-		*t = (struct stack_text){ .segment = ev->segment, .id = ev->stack_id,
+		*t = (struct stack_text){ .segment = serial, .id = ev->stack_id,
 					  .text = strndup(f.buffer, f.len), .len = f.len };
 		trace_seq_destroy(&f);
 		if (!t->text) {
@@ -263,7 +264,7 @@ static void report_usage(FILE *f)
 struct report_ctx {
 	struct trace_seq s;
 	struct selection *sel;
-	const struct decoder_segment *clock_seg;
+	uint64_t clock_seg;		/* serial of the segment clock_ns is of */
 	bool clock_ns;
 	bool events_only;
 	bool wall;
@@ -307,8 +308,8 @@ static int report_event(struct decoded_event *ev, void *userdata)
 		printf("=> <unresolved: %s>\n", ev->unresolved_reason);
 		return 0;
 	}
-	if (ev->seg != ctx->clock_seg) {	/* the clock's unit, looked up once a segment */
-		ctx->clock_seg = ev->seg;
+	if (decoder_segment_serial(ev->seg) != ctx->clock_seg) {	/* looked up once a segment */
+		ctx->clock_seg = decoder_segment_serial(ev->seg);
 		ctx->clock_ns = clock_in_ns(decoder_segment_meta(ev->seg, "clock"));
 	}
 	print_event(&ctx->s, ev, ctx->clock_ns, ctx->wall);

@@ -41,12 +41,12 @@ struct selection_state {
 	bool *cpu_wanted;		/* per CPU: the last event passed */
 	size_t nr_cpus;
 	/* trace-clock window of the segment being read */
-	const struct decoder_segment *seg;
+	uint64_t seg;			/* its decoder_segment_serial() */
 	uint64_t lo, hi;
 	/* CLOCK pairs pooled over the segments of the group read so far */
 	struct wallclock_pair *pairs;
 	size_t nr_pairs;
-	const struct decoder_segment *pooled_last;
+	uint64_t pooled_last;		/* serial of the last segment pooled */
 	bool warned_no_clock;
 	bool wall_by_decoder;		/* the decoder took the wall-clock window */
 };
@@ -389,9 +389,9 @@ static void pool_pairs(struct selection_state *st, const struct decoded_event *e
 	struct wallclock_pair *a;
 	size_t n;
 
-	if (ev->seg == st->pooled_last)
+	if (decoder_segment_serial(ev->seg) == st->pooled_last)
 		return;
-	st->pooled_last = ev->seg;
+	st->pooled_last = decoder_segment_serial(ev->seg);
 	p = decoder_segment_clocks(ev->seg, &n);
 	if (!n)
 		return;
@@ -429,10 +429,10 @@ static bool in_window(struct selection *s, const struct decoded_event *ev)
 	if (st->wall_by_decoder && decoder_segment_wall_placed(ev->seg))
 		return true;
 	pool_pairs(st, ev);
-	if (ev->seg != st->seg) {
+	if (decoder_segment_serial(ev->seg) != st->seg) {
 		bool wall = (s->since.set && !s->since.trace) || (s->until.set && !s->until.trace);
 
-		st->seg = ev->seg;
+		st->seg = decoder_segment_serial(ev->seg);
 		if (wall && !st->nr_pairs) {
 			if (!st->warned_no_clock)
 				log_warn("'%s' has no CLOCK record (written by an older stackmapd): "
@@ -587,7 +587,7 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 		st->wall_by_decoder = decoder_set_filter(d, &f) == 0;
 	}
 	st->nr_pairs = 0;
-	st->seg = st->pooled_last = NULL;
+	st->seg = st->pooled_last = 0;
 	if (st->cpu_wanted)
 		memset(st->cpu_wanted, 0, st->nr_cpus * sizeof(*st->cpu_wanted));
 	if (s->nr_groups > 1 && run->group && run->group(s, g, run->userdata) < 0)
@@ -599,7 +599,7 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 		if (r < 0) {
 			const char *msg = decoder_error(d) ?: strerror(-r);
 
-			st->seg = NULL;
+			st->seg = 0;
 			if (r == -EINPROGRESS) {
 				if (!s->quiet_unfinished)
 					log_notice("%s", msg);

@@ -67,6 +67,7 @@ struct cpu_stream {
 
 struct decoder_segment {
 	char *path;
+	uint64_t serial;		/* unique among the segments loaded by this process */
 	char *errors[DECODE_MAX_ERRORS];
 	size_t nr_errors;
 	char *unfinished;		/* a .part without its trailer: read as far as it goes */

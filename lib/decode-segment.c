@@ -65,6 +65,11 @@ struct tep_handle *decoder_segment_tep(const struct decoder_segment *s)
 	return s->tep;
 }
 
+uint64_t decoder_segment_serial(const struct decoder_segment *s)
+{
+	return s->serial;
+}
+
 const char *decoder_segment_meta(const struct decoder_segment *s, const char *key)
 {
 	return segment_meta_get(&s->meta, key);
@@ -640,6 +645,9 @@ static void finish_tables(struct decoder_segment *s, const struct decoder_filter
 	decode_find_stack_events(s);
 }
 
+/* The last serial given to a segment (decoder_segment_serial()). */
+static uint64_t segment_serials;
+
 int decoder_segment_load_filtered(const char *path, const struct decoder_filter *filter,
 				  struct decoder_segment **ret, char **ret_error)
 {
@@ -653,6 +661,7 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->serial = __atomic_add_fetch(&segment_serials, 1, __ATOMIC_RELAXED);
 	s->path = strdup(path);
 	s->tab = stacktab_new();
 	s->tep = tep_alloc();

@@ -206,6 +206,13 @@ struct tep_handle *decoder_segment_tep(const struct decoder_segment *s);
 const char *decoder_segment_meta(const struct decoder_segment *s, const char *key);
 
 /*
+ * A number no other segment loaded by this process has (from 1): what a
+ * cache of per-segment results is keyed by. A closed segment's address
+ * (and its path's) may come back for the next one; its serial does not.
+ */
+uint64_t decoder_segment_serial(const struct decoder_segment *s);
+
+/*
  * The i-th FILE record of the segment (from 0), as stored: its name
  * ("header_page", "events/SYSTEM/EVENT/format", "kallsyms", ...) and
  * content (NUL-terminated, len bytes without the NUL). Borrowed. Returns 0

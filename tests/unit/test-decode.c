@@ -1015,6 +1015,7 @@ static void test_live_symbols(void)
 	struct decoder_segment *s;
 	struct segment_writer *w;
 	char sym[64];
+	uint64_t serial;
 
 	CHECK(asprintf(&boot, "%s/boot_id", dir) > 0 && asprintf(&syms, "%s/kallsyms", dir) > 0);
 	CHECK(put_file(syms, live) == 0);
@@ -1031,9 +1032,13 @@ static void test_live_symbols(void)
 	CHECK_MSG(streq(sym, "live_func"), "%s", sym);
 	CHECK(tep_find_function(decoder_segment_tep(s), 0xffffffff81000120) &&
 	      streq(tep_find_function(decoder_segment_tep(s), 0xffffffff81000120), "live_func"));
+	serial = decoder_segment_serial(s);
+	CHECK(serial > 0);
 	decoder_segment_free(s);
 	/* its own subset wins, also where it places nothing */
 	CHECK(decoder_segment_load(with, &s, NULL) == 0);
+	/* a segment loaded after another was freed is told apart, whatever its address */
+	CHECK(decoder_segment_serial(s) > serial);
 	CHECK(decoder_segment_symbolize(s, 0xffffffff81000110, false, sym, sizeof(sym)) > 0 &&
 	      streq(sym, "own_func"));
 	CHECK(decoder_segment_symbolize(s, 0xffffffff81000210, false, sym, sizeof(sym)) > 0 &&
