@@ -22,6 +22,8 @@
 #include "util.h"
 #include "wallclock.h"
 
+#define REPORT_STDOUT_BUFFER (1 << 20)
+
 /* Nanosecond clocks print as s.us, like trace-cmd; counter clocks as raw counts. */
 static bool clock_in_ns(const char *clock)
 {
@@ -354,6 +356,9 @@ int cmd_report(int argc, char **argv)
 	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
 		return 1;
 
+	/* hundreds of MB of text: write it in large blocks, not st_blksize ones */
+	if (!isatty(STDOUT_FILENO))
+		(void)setvbuf(stdout, NULL, _IOFBF, REPORT_STDOUT_BUFFER);
 	trace_seq_init(&ctx.s);
 	r = selection_decode(&sel, &(struct selection_run){ .event = report_event,
 							    .group = report_group,
