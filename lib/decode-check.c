@@ -193,14 +193,45 @@ static bool check_field_line(const struct line *l, uint64_t max_end, uint64_t *r
 }
 
 /*
+ * After the ']' at p that closes an index (REC->field[N]): what follows
+ * must be an operator libtraceevent 1.7 knows, or the end of the
+ * argument. An unknown one there ('=', '.', '->', ';', '{', an assignment,
+ * another '[') sends its parser through a NULL pointer.
+ */
+static bool index_end_ok(const char *p, const char *end)
+{
+	char c, n;
+
+	for (p++; p < end && (*p == ' ' || *p == '\t' || *p == '\n'); p++)
+		;
+	if (p >= end)
+		return true;
+	c = *p;
+	n = p + 1 < end ? p[1] : '\0';
+	if (c && strchr("[.;{}", c))
+		return false;
+	if (c == '=' && n != '=')
+		return false;
+	if (c == '-' && n == '>')
+		return false;
+	return !(strchr("+-*/%&|^", c) && n == '=');
+}
+
+/* Characters no print fmt has outside its strings; libtraceevent 1.7 crashes on some. */
+#define PRINT_ARGS_NEVER "$@#`\\"
+
+/*
  * A print fmt: its strings terminated, its brackets balanced (the
  * expression parser of libtraceevent 1.7 follows a NULL argument out of
- * an expression cut short), and no division or remainder by anything but
- * a non-zero constant (libtraceevent evaluates them on record values).
+ * an expression cut short), an index followed by an operator it knows, no
+ * character that is not C outside strings, and no division or remainder
+ * by anything but a non-zero constant (libtraceevent evaluates them on
+ * record values).
  */
 static bool check_print_args(const char *p, const char *end)
 {
 	char open[DECODE_MAX_PRINT_DEPTH];
+	const char *opened_at[DECODE_MAX_PRINT_DEPTH];
 	unsigned depth = 0;
 	bool quoted = false;
 
@@ -215,14 +246,21 @@ static bool check_print_args(const char *p, const char *end)
 		}
 		if (quoted)
 			continue;
+		if (*p && strchr(PRINT_ARGS_NEVER, *p))
+			return false;
 		if (*p == '(' || *p == '{' || *p == '[') {
 			if (depth == DECODE_MAX_PRINT_DEPTH)
 				return false;
+			opened_at[depth] = p;
 			open[depth++] = *p == '(' ? ')' : *p == '{' ? '}' : ']';
 			continue;
 		}
 		if (*p == ')' || *p == '}' || *p == ']') {
 			if (!depth || open[--depth] != *p)
+				return false;
+			/* an index, not the empty [] of a declaration */
+			if (*p == ']' && strspn(opened_at[depth] + 1, " \t") < (size_t)(p - opened_at[depth] - 1) &&
+			    !index_end_ok(p, end))
 				return false;
 			continue;
 		}

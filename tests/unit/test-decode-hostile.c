@@ -66,6 +66,20 @@ static void test_format_checks(void)
 		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
 		"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 		"print fmt: \"n=%d\", (REC->n]\n",
+		/* an index followed by an operator libtraceevent does not know: it crashes */
+		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
+		"\tfield:int n[2];\toffset:8;\tsize:8;\tsigned:1;\n\n"
+		"print fmt: \"%d %d\", REC->n[0] = REC->n[1]\n",
+		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
+		"\tfield:int n[2];\toffset:8;\tsize:8;\tsigned:1;\n\n"
+		"print fmt: \"%d %d\", REC->n[0] . (int)REC->n[1]\n",
+		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
+		"\tfield:int n[2];\toffset:8;\tsize:8;\tsigned:1;\n\n"
+		"print fmt: \"%d %d\", REC->n[0] += 1, REC->n[1]\n",
+		/* a character that is not C outside the strings */
+		"name: t\nID: 30\nformat:\n" COMMON_FIELDS
+		"\tfield:int n[2];\toffset:8;\tsize:8;\tsigned:1;\n\n"
+		"print fmt: \"%d %d\", REC->n[0], $REC->n[1]\n",
 		/* a line of no known kind, a bad ID, no print fmt */
 		"name: t\nID: 30\nformat:\n" COMMON_FIELDS "garbage\nprint fmt: \"x\"\n",
 		"name: t\nID: 0\nformat:\n" COMMON_FIELDS "print fmt: \"x\"\n",
@@ -88,6 +102,10 @@ static void test_format_checks(void)
 		"name: t\nID: 33\nformat:\n" COMMON_FIELDS
 		"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 		"print fmt: \"(n=%s]\", (REC->n) ? __print_flags(REC->n, \"|\", { 1, \"{A\" }) : \"R\"\n",
+		/* an index compared, and the empty [] of a declaration (kvmmmu has one) */
+		"name: t\nID: 34\nformat:\n" COMMON_FIELDS
+		"\tfield:int n[2];\toffset:8;\tsize:8;\tsigned:1;\n\n"
+		"print fmt: \"%d %s\", REC->n[0] == 1, ({ static const char *s[] = { \"$\" }; 1; })\n",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++)
