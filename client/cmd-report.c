@@ -16,7 +16,6 @@
 #include "commands.h"
 #include "decode.h"
 #include "event-format.h"
-#include "event-line.h"
 #include "log.h"
 #include "selection.h"
 #include "util.h"
@@ -137,44 +136,18 @@ static void print_frames(struct trace_seq *s, const struct decoded_event *ev)
 }
 
 /*
- * COMM-PID [CPU] TIME: as libtraceevent prints "%16s-%-5d [%03d]" and
- * " %6.1000d:", written by event-line.c without parsing a format per event.
- */
-static void print_task_time(struct trace_seq *s, const struct decoded_event *ev, bool ns)
-{
-	char line[EVENT_LINE_MAX];
-	int pid = tep_data_pid(ev->tep, ev->record);
-	size_t len = event_line_task(line, tep_data_comm_from_pid(ev->tep, pid), pid,
-				     ev->record->cpu);
-
-	if (!len) {
-		tep_print_event(ev->tep, s, ev->record, "%16s-%-5d [%03d]", TEP_PRINT_COMM,
-				TEP_PRINT_PID, TEP_PRINT_CPU);
-	} else {
-		line[len] = '\0';
-		trace_seq_puts(s, line);
-	}
-	if (ns) {
-		len = event_line_time(line, ev->record->ts);
-		line[len] = '\0';
-		trace_seq_puts(s, line);
-	} else {
-		/* libtraceevent would scale it as nanoseconds: a counter prints as it is. */
-		trace_seq_printf(s, " %11" PRIu64 ":", ev->ts);
-	}
-}
-
-/*
- * The INFO part, from formats compiled once per event type (event-format.h);
- * libtraceevent prints the types and records they decline. The hidden
- * STACKMAPCTL_FORMAT=libtraceevent has libtraceevent print everything (to
- * compare the two); STACKMAPCTL_FORMAT=stats counts both ways on stderr.
+ * The line's start and the INFO part, from formats compiled once per event
+ * type (event-format.h); libtraceevent prints the types and records they
+ * decline. The hidden STACKMAPCTL_FORMAT=libtraceevent has libtraceevent
+ * print everything (to compare the two); STACKMAPCTL_FORMAT=stats counts
+ * both ways on stderr.
  */
 enum info_mode { INFO_UNSET, INFO_COMPILED, INFO_STATS, INFO_LIBTRACEEVENT };
 static enum info_mode info_mode;
 static struct event_format_cache *info_formats;
 
-static void print_info(struct trace_seq *s, const struct decoded_event *ev)
+/* The compiled formats, or NULL when libtraceevent prints everything. */
+static struct event_format_cache *formats(void)
 {
 	if (info_mode == INFO_UNSET) {
 		const char *e = getenv("STACKMAPCTL_FORMAT");
@@ -184,8 +157,30 @@ static void print_info(struct trace_seq *s, const struct decoded_event *ev)
 		if (info_mode != INFO_LIBTRACEEVENT)
 			info_formats = event_format_cache_new();
 	}
-	if (!info_formats || !event_format_info(info_formats, s, ev->event, ev->record))
+	return info_formats;
+}
+
+static void print_info(struct trace_seq *s, const struct decoded_event *ev)
+{
+	if (!formats() || !event_format_info(info_formats, s, ev->event, ev->record))
 		tep_print_event(ev->tep, s, ev->record, "%s", TEP_PRINT_INFO);
+}
+
+/* COMM-PID [CPU] TIME: as libtraceevent prints "%16s-%-5d [%03d]" and " %6.1000d:". */
+static void print_task_time(struct trace_seq *s, const struct decoded_event *ev, bool ns)
+{
+	int pid = tep_data_pid(ev->tep, ev->record);
+
+	if (!formats() || !event_format_task_time(info_formats, s, tep_data_comm_from_pid(ev->tep, pid),
+						  pid, ev->record->cpu, ns, ev->record->ts)) {
+		tep_print_event(ev->tep, s, ev->record, "%16s-%-5d [%03d]", TEP_PRINT_COMM,
+				TEP_PRINT_PID, TEP_PRINT_CPU);
+		if (ns)
+			tep_print_event(ev->tep, s, ev->record, " %6.1000d:", TEP_PRINT_TIME);
+	}
+	/* libtraceevent would scale it as nanoseconds: a counter prints as it is. */
+	if (!ns)
+		trace_seq_printf(s, " %11" PRIu64 ":", ev->ts);
 }
 
 static void info_formats_free(void)

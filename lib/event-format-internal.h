@@ -88,6 +88,13 @@ struct fout {
 	bool ok;
 };
 
+/* Append to o: n bytes of s; val or a string of n bytes by printf's rules for sp. */
+void fout_put(struct fout *o, const char *s, size_t n);
+void fout_int(struct fout *o, const struct fspec *sp, uint64_t val);
+void fout_str(struct fout *o, const struct fspec *sp, const char *s, size_t n);
+/* Terminate o after its len (for trace_seq_puts()); false if anything failed to fit. */
+bool fout_end(struct fout *o);
+
 /*
  * The symbols %pS and %ps found for recent addresses of one handle (call
  * sites repeat): direct-mapped, name NULL where the handle knows none.

@@ -111,7 +111,7 @@ static char *reserve(struct fout *o, size_t n)
 	return o->buf + o->len;
 }
 
-static void put(struct fout *o, const char *s, size_t n)
+void fout_put(struct fout *o, const char *s, size_t n)
 {
 	char *p = reserve(o, n);
 
@@ -150,11 +150,11 @@ static void put_hex(struct fout *o, uint64_t v)
 
 	*--p = 'x';
 	*--p = '0';
-	put(o, p, end - p);
+	fout_put(o, p, end - p);
 }
 
 /* val cast as libtraceevent casts it for the length, then printed by printf's rules. */
-static void put_int(struct fout *o, const struct fspec *sp, uint64_t val)
+void fout_int(struct fout *o, const struct fspec *sp, uint64_t val)
 {
 	static const unsigned bits[] = { 8, 16, 32, 64, 64 };
 	unsigned nbits = bits[sp->ls + 2], base = 10;
@@ -195,21 +195,21 @@ static void put_int(struct fout *o, const struct fspec *sp, uint64_t val)
 		else
 			pad(o, ' ', fill);
 	}
-	put(o, prefix, npre);
+	fout_put(o, prefix, npre);
 	pad(o, '0', zeros);
-	put(o, p, nd);
+	fout_put(o, p, nd);
 	if (fill && sp->minus)
 		pad(o, ' ', fill);
 }
 
 /* A string through a %s conversion: precision cuts, width pads. */
-static void put_str(struct fout *o, const struct fspec *sp, const char *s, size_t n)
+void fout_str(struct fout *o, const struct fspec *sp, const char *s, size_t n)
 {
 	if (sp->prec >= 0 && (size_t)sp->prec < n)
 		n = sp->prec;
 	if (sp->width > 0 && (size_t)sp->width > n && !sp->minus)
 		pad(o, ' ', sp->width - n);
-	put(o, s, n);
+	fout_put(o, s, n);
 	if (sp->width > 0 && (size_t)sp->width > n && sp->minus)
 		pad(o, ' ', sp->width - n);
 }
@@ -227,11 +227,11 @@ static void put_record_str(struct run *r, const struct fspec *sp, uint64_t offse
 	s = (const char *)r->data + offset;
 	nul = memchr(s, '\0', max);
 	if (nul) {
-		put_str(r->out, sp, s, nul - s);
+		fout_str(r->out, sp, s, nul - s);
 		return;
 	}
 	/* libtraceevent copies the field and terminates it: all of it prints */
-	put_str(r->out, sp, s, max);
+	fout_str(r->out, sp, s, max);
 }
 
 /* __get_str(): libtraceevent's rules for __data_loc and __rel_loc strings. */
@@ -265,7 +265,7 @@ static void put_dynstr(struct run *r, const struct fspec *sp, const struct fs *f
 		r->bad = true;	/* printf would read past the record */
 		return;
 	}
-	put_str(r->out, sp, s, nul - s);
+	fout_str(r->out, sp, s, nul - s);
 }
 
 static void put_flags(struct run *r, const struct fspec *sp, const struct fs *f)
@@ -277,20 +277,20 @@ static void put_flags(struct run *r, const struct fspec *sp, const struct fs *f)
 		long long fval = f->flags[i].value;
 
 		if (!val && fval < 0) {
-			put_str(r->out, sp, f->flags[i].str, strlen(f->flags[i].str));
+			fout_str(r->out, sp, f->flags[i].str, strlen(f->flags[i].str));
 			break;
 		}
 		if (fval > 0 && (val & fval) == fval) {
 			if (printed && f->delim)
-				put(r->out, f->delim, strlen(f->delim));
-			put_str(r->out, sp, f->flags[i].str, strlen(f->flags[i].str));
+				fout_put(r->out, f->delim, strlen(f->delim));
+			fout_str(r->out, sp, f->flags[i].str, strlen(f->flags[i].str));
 			printed = true;
 			val &= ~fval;
 		}
 	}
 	if (val) {
 		if (printed && f->delim)
-			put(r->out, f->delim, strlen(f->delim));
+			fout_put(r->out, f->delim, strlen(f->delim));
 		put_hex(r->out, (uint64_t)val);
 	}
 }
@@ -301,7 +301,7 @@ static void put_symbol(struct run *r, const struct fspec *sp, const struct fs *f
 
 	for (size_t i = 0; i < f->nr_flags; i++)
 		if (val == f->flags[i].value) {
-			put_str(r->out, sp, f->flags[i].str, strlen(f->flags[i].str));
+			fout_str(r->out, sp, f->flags[i].str, strlen(f->flags[i].str));
 			return;
 		}
 	put_hex(r->out, (uint64_t)val);
@@ -311,7 +311,7 @@ static void run_str(struct run *r, const struct fspec *sp, const struct fs *f)
 {
 	switch (f->kind) {
 	case FS_TEXT:
-		put_str(r->out, sp, f->text, strlen(f->text));
+		fout_str(r->out, sp, f->text, strlen(f->text));
 		break;
 	case FS_ARRAY:
 		put_record_str(r, sp, f->offset, f->size ? f->size : r->size - f->offset);
@@ -358,14 +358,14 @@ static void put_func(struct run *r, const struct fspec *sp, uint64_t val)
 		put_hex(r->out, val);
 		return;
 	}
-	put(r->out, f.name, strlen(f.name));
+	fout_put(r->out, f.name, strlen(f.name));
 	if (!sp->func_offset)
 		return;
 	p = digits(end, val - f.start, 16, false);
 	*--p = 'x';
 	*--p = '0';
 	*--p = '+';
-	put(r->out, p, end - p);
+	fout_put(r->out, p, end - p);
 }
 
 static void run_item(struct run *r, const struct fitem *it)
@@ -375,10 +375,10 @@ static void run_item(struct run *r, const struct fitem *it)
 
 	switch (it->kind) {
 	case FI_TEXT:
-		put(r->out, it->text, it->len);
+		fout_put(r->out, it->text, it->len);
 		break;
 	case FI_INT:
-		put_int(r->out, sp, eval(r, it->num));
+		fout_int(r->out, sp, eval(r, it->num));
 		break;
 	case FI_PTR:
 		/* glibc's %p */
@@ -386,7 +386,7 @@ static void run_item(struct run *r, const struct fitem *it)
 		if (v)
 			put_hex(r->out, v);
 		else
-			put(r->out, "(nil)", 5);
+			fout_put(r->out, "(nil)", 5);
 		break;
 	case FI_FUNC:
 		put_func(r, sp, eval(r, it->num));
@@ -401,14 +401,19 @@ bool fprog_run(const struct fprog *prog, struct tep_handle *tep, struct fsym *sy
 	       const void *data, size_t size, struct fout *out)
 {
 	struct run r = { .data = data, .size = size, .tep = tep, .syms = syms, .out = out };
-	char *end;
 
 	out->ok = true;
 	for (size_t i = 0; i < prog->nr && !r.bad; i++)
 		run_item(&r, &prog->items[i]);
+	return !r.bad && fout_end(out);
+}
+
+bool fout_end(struct fout *o)
+{
 	/* terminated for trace_seq_puts(); no string we copy has a NUL inside */
-	end = reserve(out, 1);
+	char *end = reserve(o, 1);
+
 	if (end)
 		*end = '\0';
-	return !r.bad && out->ok;
+	return o->ok;
 }

@@ -11,6 +11,8 @@
  * and ?:; %p, %pS, %ps, %pF, %pf; numeric arguments built from fields,
  * array elements, constants, casts, arithmetic, comparison, logical and ?:
  * operators. Anything else leaves the event type to libtraceevent.
+ * The start of a report line (COMM-PID [CPU] TIME:) is written by the same
+ * printf rules.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -716,6 +718,41 @@ bool event_format_info(struct event_format_cache *c, struct trace_seq *s, struct
 fallback:
 	c->stats.records_fallback++;
 	return false;
+}
+
+/* "%16s-%-5d [%03d]" and " %6.1000d:", by the printf rules the compiled formats use. */
+bool event_format_task_time(struct event_format_cache *c, struct trace_seq *s, const char *comm,
+			    int pid, int cpu, bool with_time, unsigned long long ts_ns)
+{
+	static const struct fspec comm_sp = { .width = 16, .prec = -1, .conv = 's' };
+	static const struct fspec pid_sp = { .minus = true, .width = 5, .prec = -1, .conv = 'd' };
+	static const struct fspec cpu_sp = { .zero = true, .width = 3, .prec = -1, .conv = 'd' };
+	static const struct fspec sec_sp = { .width = 5, .prec = -1, .ls = 2, .conv = 'u' };
+	static const struct fspec usec_sp = { .zero = true, .width = 6, .prec = -1, .ls = 2,
+					      .conv = 'u' };
+	/* rounded to microseconds, wrapping at 2^64 ns, as libtraceevent does */
+	unsigned long long us = (ts_ns + 500) / 1000;
+	struct fout *o = &c->out;
+
+	o->len = 0;
+	o->ok = true;
+	fout_str(o, &comm_sp, comm, strlen(comm));
+	fout_put(o, "-", 1);
+	fout_int(o, &pid_sp, (uint64_t)(int64_t)pid);
+	fout_put(o, " [", 2);
+	fout_int(o, &cpu_sp, (uint64_t)(int64_t)cpu);
+	fout_put(o, "]", 1);
+	if (with_time) {
+		fout_put(o, " ", 1);
+		fout_int(o, &sec_sp, us / 1000000);
+		fout_put(o, ".", 1);
+		fout_int(o, &usec_sp, us % 1000000);
+		fout_put(o, ":", 1);
+	}
+	if (!fout_end(o))
+		return false;
+	trace_seq_puts(s, o->buf);
+	return true;
 }
 
 void event_format_stats(const struct event_format_cache *c, struct event_format_stats *ret)

@@ -7,7 +7,8 @@
  * field reads and conversions, which then runs per record with its own
  * digit code. Only shapes whose libtraceevent 1.7 output is known exactly
  * are compiled; any other event type is left to libtraceevent, decided
- * once per event type.
+ * once per event type. The start of a report line, which report prints
+ * once per event and per stack, is written the same way.
  */
 #ifndef STACKMAPD_EVENT_FORMAT_H
 #define STACKMAPD_EVENT_FORMAT_H
@@ -54,6 +55,16 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct event_format_cache *, event_format_cache_free
  */
 bool event_format_info(struct event_format_cache *c, struct trace_seq *s, struct tep_event *event,
 		       struct tep_record *record);
+
+/*
+ * Append the start of a report line to s as libtraceevent's
+ * tep_print_event() prints "%16s-%-5d [%03d]" of comm, pid and cpu and,
+ * with with_time, " %6.1000d:" of the nanosecond time ts_ns (rounded to
+ * microseconds: " SSSSS.UUUUUU:"). Returns false, with s untouched, when
+ * out of memory.
+ */
+bool event_format_task_time(struct event_format_cache *c, struct trace_seq *s, const char *comm,
+			    int pid, int cpu, bool with_time, unsigned long long ts_ns);
 
 /* The counts so far. */
 void event_format_stats(const struct event_format_cache *c, struct event_format_stats *ret);

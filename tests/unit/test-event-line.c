@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * event-line.c writes the start of a report line as libtraceevent's
- * tep_print_event() prints "%16s-%-5d [%03d]" and " %6.1000d:". Both are
- * run on the same records (short, exact-width, long and unknown comms;
+ * event_format_task_time() writes the start of a report line as
+ * libtraceevent's tep_print_event() prints "%16s-%-5d [%03d]" and
+ * " %6.1000d:". Both are run on the same records (short, exact-width,
+ * long, very long and unknown comms;
  * pids and CPUs of every width, negative ones; times around the rounding
  * and the one-second switch, and random ones) and must agree byte for byte.
  */
@@ -10,7 +11,7 @@
 
 #include <event-parse.h>
 
-#include "event-line.h"
+#include "event-format.h"
 #include "helpers.h"
 #include "page-walk.h"
 
@@ -31,13 +32,12 @@ static uint64_t next_random(void)
 }
 
 /* One record of pid on cpu at ts: both writers must print the same start. */
-static void compare(struct tep_handle *tep, int pid, int cpu, uint64_t ts)
+static void compare(struct event_format_cache *c, struct tep_handle *tep, int pid, int cpu,
+		    uint64_t ts)
 {
 	uint8_t data[12] = { 30, 0 };
 	struct tep_record rec = { .ts = ts, .cpu = cpu, .data = data, .size = sizeof(data) };
-	char line[EVENT_LINE_MAX + 1];
-	struct trace_seq want;
-	size_t len;
+	struct trace_seq want, got;
 
 	memcpy(data + 4, &pid, sizeof(pid));
 	trace_seq_init(&want);
@@ -46,12 +46,12 @@ static void compare(struct tep_handle *tep, int pid, int cpu, uint64_t ts)
 	tep_print_event(tep, &want, &rec, " %6.1000d:", TEP_PRINT_TIME);
 	trace_seq_terminate(&want);
 
-	len = event_line_task(line, tep_data_comm_from_pid(tep, pid), pid, cpu);
-	CHECK(len > 0);
-	len += event_line_time(line + len, ts);
-	line[len] = '\0';
-	CHECK_MSG(strcmp(line, want.buffer) == 0, "pid %d cpu %d ts %llu: got '%s', want '%s'",
-		  pid, cpu, (unsigned long long)ts, line, want.buffer);
+	trace_seq_init(&got);
+	CHECK(event_format_task_time(c, &got, tep_data_comm_from_pid(tep, pid), pid, cpu, true, ts));
+	trace_seq_terminate(&got);
+	CHECK_MSG(strcmp(got.buffer, want.buffer) == 0, "pid %d cpu %d ts %llu: got '%s', want '%s'",
+		  pid, cpu, (unsigned long long)ts, got.buffer, want.buffer);
+	trace_seq_destroy(&got);
 	trace_seq_destroy(&want);
 }
 
@@ -66,11 +66,12 @@ int main(void)
 		99999999999, 100000000000, 123456789012345, UINT64_MAX / 2,
 		UINT64_MAX - 1000, UINT64_MAX,
 	};
+	_cleanup_(event_format_cache_freep) struct event_format_cache *fc = event_format_cache_new();
 	struct tep_handle *tep = tep_alloc();
 	char name[300];
 
-	CHECK(tep != NULL);
-	if (!tep)
+	CHECK(tep != NULL && fc != NULL);
+	if (!tep || !fc)
 		return tests_done("test-event-line");
 	tep_set_long_size(tep, 8);
 	tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
@@ -81,21 +82,15 @@ int main(void)
 	tep_register_comm(tep, "", 31337);
 	memset(name, 'c', 299);
 	name[299] = '\0';
-	tep_register_comm(tep, name, 99999);		/* too long: the caller falls back */
+	tep_register_comm(tep, name, 99999);		/* far longer than 16 */
 
 	for (size_t p = 0; p < ARRAY_SIZE(pids); p++)
 		for (size_t c = 0; c < ARRAY_SIZE(cpus); c++)
 			for (size_t t = 0; t < ARRAY_SIZE(times); t++)
-				if (pids[p] != 99999)
-					compare(tep, pids[p], cpus[c], times[t]);
+				compare(fc, tep, pids[p], cpus[c], times[t]);
 	for (int i = 0; i < 100000; i++)
-		compare(tep, (int)(next_random() % 200000) - 1000, (int)(next_random() % 300),
+		compare(fc, tep, (int)(next_random() % 200000) - 1000, (int)(next_random() % 300),
 			next_random() >> (next_random() % 64));
-	{
-		char line[EVENT_LINE_MAX];
-
-		CHECK(event_line_task(line, name, 99999, 0) == 0);
-	}
 
 	tep_free(tep);
 	return tests_done("test-event-line");
