@@ -7,6 +7,8 @@
 #ifndef STACKMAPD_TEST_EVENT_FORMATS_H
 #define STACKMAPD_TEST_EVENT_FORMATS_H
 
+#include "page-walk.h"
+
 struct test_format {
 	const char *system;
 	const char *text;
@@ -17,10 +19,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: kmem_cache_alloc\n"
 	  "ID: 659\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;\n"
@@ -37,10 +36,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: kmalloc\n"
 	  "ID: 658\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;\n"
@@ -55,10 +51,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: kfree\n"
 	  "ID: 657\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;\n"
@@ -69,10 +62,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: kmem_cache_free\n"
 	  "ID: 656\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;\n"
@@ -84,10 +74,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: sched_switch\n"
 	  "ID: 372\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	  "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
@@ -103,10 +90,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: sched_wakeup\n"
 	  "ID: 374\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	  "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
@@ -119,10 +103,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: sched_waking\n"
 	  "ID: 375\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	  "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
@@ -135,10 +116,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: irq_handler_entry\n"
 	  "ID: 225\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n"
 	  "\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n"
@@ -149,10 +127,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: irq_handler_exit\n"
 	  "ID: 224\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n"
 	  "\tfield:int ret;\toffset:12;\tsize:4;\tsigned:1;\n"
@@ -163,10 +138,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: softirq_entry\n"
 	  "ID: 223\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n"
 	  "\n"
@@ -176,10 +148,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: hrtimer_start\n"
 	  "ID: 460\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;\n"
@@ -194,10 +163,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: hrtimer_expire_entry\n"
 	  "ID: 459\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;\n"
@@ -209,10 +175,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: timer_start\n"
 	  "ID: 466\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:void * timer;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;\n"
@@ -227,10 +190,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: timer_expire_entry\n"
 	  "ID: 465\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:void * timer;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:unsigned long now;\toffset:16;\tsize:8;\tsigned:0;\n"
@@ -243,10 +203,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: sys_enter\n"
 	  "ID: 443\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:long id;\toffset:8;\tsize:8;\tsigned:1;\n"
 	  "\tfield:unsigned long args[6];\toffset:16;\tsize:48;\tsigned:0;\n"
@@ -257,10 +214,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: sys_exit\n"
 	  "ID: 442\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:long id;\toffset:8;\tsize:8;\tsigned:1;\n"
 	  "\tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n"
@@ -271,10 +225,7 @@ static const struct test_format kernel_formats[] = {
 	  "name: print\n"
 	  "ID: 5\n"
 	  "format:\n"
-	  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	  "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	  "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	  "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	  FTRACE_COMMON_FIELDS_FORMAT
 	  "\n"
 	  "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
 	  "\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n"

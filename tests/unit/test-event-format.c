@@ -18,11 +18,7 @@
 #include "event-formats.h"
 #include "helpers.h"
 
-#define COMMON_FIELDS                                                                  \
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"         \
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"         \
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+#define COMMON_FIELDS FTRACE_COMMON_FIELDS_FORMAT "\n"
 
 /* Every conversion, flag, length, cast and operator the compiler takes. */
 static const char conv_format[] =
