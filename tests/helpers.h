@@ -41,6 +41,17 @@ static int tests_checked;
 		}                                                                    \
 	} while (0)
 
+/* Deterministic pseudo-random numbers (xorshift64), the same sequence in every run. */
+static inline uint64_t test_random(void)
+{
+	static uint64_t state = 0x9e3779b97f4a7c15ULL;
+
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return state;
+}
+
 /* Create a temporary directory; returns its path (static storage per call site is not shared). */
 static inline char *test_tmpdir(void)
 {

@@ -90,16 +90,6 @@ static char *resolve(void *priv, unsigned long long *addrp, char **modp)
 	return NULL;
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 /* A value for a field of size bytes: edges half of the time. */
 static uint64_t pick_value(const struct tep_format_field *f)
 {
@@ -109,18 +99,18 @@ static uint64_t pick_value(const struct tep_format_field *f)
 
 	if (strstr(f->name, "state")) {
 		/* sched_switch: every state bit alone, combinations, and beyond */
-		uint64_t r = rnd() % 4;
+		uint64_t r = test_random() % 4;
 
-		return r == 0 ? 1ULL << (rnd() % 12) : r == 1 ? rnd() % 0x200 : r == 2 ? 0 : rnd();
+		return r == 0 ? 1ULL << (test_random() % 12) : r == 1 ? test_random() % 0x200 : r == 2 ? 0 : test_random();
 	}
 	if (!strcmp(f->name, "call_site") || !strcmp(f->name, "function") ||
 	    !strcmp(f->name, "ip")) {
-		if (rnd() % 4)
-			return syms[rnd() % NR_SYMS].addr + rnd() % 0x1000;
+		if (test_random() % 4)
+			return syms[test_random() % NR_SYMS].addr + test_random() % 0x1000;
 	}
-	if (rnd() % 2)
-		return edges[rnd() % (sizeof(edges) / sizeof(edges[0]))] & ~top;
-	return rnd() & ~top;
+	if (test_random() % 2)
+		return edges[test_random() % (sizeof(edges) / sizeof(edges[0]))] & ~top;
+	return test_random() & ~top;
 }
 
 static void put_num(uint8_t *p, uint64_t v, int size)
@@ -133,12 +123,12 @@ static void put_num(uint8_t *p, uint64_t v, int size)
 static size_t put_string(uint8_t *p, size_t max, bool terminate)
 {
 	static const char chars[] = "abcXYZ 019-_/:%\\";
-	size_t n = rnd() % 3 == 0 ? 0 : rnd() % (max + 1);
+	size_t n = test_random() % 3 == 0 ? 0 : test_random() % (max + 1);
 
 	if (terminate && n >= max)
 		n = max - 1;
 	for (size_t i = 0; i < n; i++)
-		p[i] = chars[rnd() % (sizeof(chars) - 1)];
+		p[i] = chars[test_random() % (sizeof(chars) - 1)];
 	if (n < max)
 		p[n] = '\0';
 	return n;
@@ -150,7 +140,7 @@ static int make_record(const struct tep_event *event, uint8_t *buf, size_t cap)
 	size_t end = 0;
 
 	for (size_t i = 0; i < cap; i++)
-		buf[i] = rnd();
+		buf[i] = test_random();
 	for (struct tep_format_field *f = event->format.fields; f; f = f->next)
 		if ((size_t)(f->offset + f->size) > end)
 			end = f->offset + f->size;
@@ -163,10 +153,10 @@ static int make_record(const struct tep_event *event, uint8_t *buf, size_t cap)
 		} else if (!f->size) {
 			end = f->offset + put_string(buf + f->offset, 60, true) + 1;
 		} else if ((f->flags & TEP_FIELD_IS_ARRAY) && f->elementsize == 1) {
-			put_string(buf + f->offset, f->size, rnd() % 8);
+			put_string(buf + f->offset, f->size, test_random() % 8);
 		} else if (f->flags & TEP_FIELD_IS_ARRAY) {
 			for (unsigned j = 0; j < f->arraylen; j++)
-				put_num(buf + f->offset + j * f->elementsize, rnd(), f->elementsize);
+				put_num(buf + f->offset + j * f->elementsize, test_random(), f->elementsize);
 		} else {
 			put_num(buf + f->offset, pick_value(f), f->size);
 		}
@@ -258,7 +248,7 @@ static void test_events(bool resolver, int per_event)
 
 			fast += compare(c, ev, buf, size, is_declined(ev));
 			/* cut short: printed alike, or declined */
-			(void)compare(c, ev, buf, rnd() % (size + 1), true);
+			(void)compare(c, ev, buf, test_random() % (size + 1), true);
 		}
 		if (is_declined(ev))
 			CHECK_MSG(fast == 0, "%s compiled", ev->name);

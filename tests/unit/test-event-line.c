@@ -21,16 +21,6 @@ static const char tick_format[] =
 	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"n=%d\", REC->n\n";
 
-static uint64_t rng = 0x9e3779b97f4a7c15;
-
-static uint64_t next_random(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 /* One record of pid on cpu at ts: both writers must print the same start. */
 static void compare(struct event_format_cache *c, struct tep_handle *tep, int pid, int cpu,
 		    uint64_t ts)
@@ -89,8 +79,8 @@ int main(void)
 			for (size_t t = 0; t < ARRAY_SIZE(times); t++)
 				compare(fc, tep, pids[p], cpus[c], times[t]);
 	for (int i = 0; i < 100000; i++)
-		compare(fc, tep, (int)(next_random() % 200000) - 1000, (int)(next_random() % 300),
-			next_random() >> (next_random() % 64));
+		compare(fc, tep, (int)(test_random() % 200000) - 1000, (int)(test_random() % 300),
+			test_random() >> (test_random() % 64));
 
 	tep_free(tep);
 	return tests_done("test-event-line");

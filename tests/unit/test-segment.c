@@ -76,21 +76,10 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return (uint8_t *)s;
 }
 
-/* Deterministic pseudo-random bytes. */
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 static void fill(uint8_t *p, size_t len, bool compressible)
 {
 	for (size_t i = 0; i < len; i++)
-		p[i] = compressible ? (uint8_t)("stack frame "[i % 12] + (i / 4096)) : (uint8_t)rnd();
+		p[i] = compressible ? (uint8_t)("stack frame "[i % 12] + (i / 4096)) : (uint8_t)test_random();
 }
 
 static const char meta[] = "format_version=1\nproducer=stackmapd test\nhostname=h\n"
@@ -668,7 +657,7 @@ static void test_garbage(void)
 	for (int round = 0; round < 300; round++) {
 		struct segment_reader *r = NULL;
 		struct segment_record rec;
-		size_t len = rnd() % 4096;
+		size_t len = test_random() % 4096;
 		uint8_t junk[4096];
 		int k, n = 0;
 
@@ -697,7 +686,7 @@ static void test_garbage(void)
 			/* A footer pointing somewhere. */
 			uint8_t f[SEGMENT_FOOTER_SIZE] = { 0 };
 
-			put_le64(f, rnd() % (c.b.len + 64));
+			put_le64(f, test_random() % (c.b.len + 64));
 			put_le32(f + 8, crc32c(0, f, 8));
 			memcpy(f + 16, SEGMENT_END_MAGIC, 8);
 			buf_append(&c.b, f, sizeof(f));
