@@ -434,7 +434,11 @@ static bool in_window(struct selection *s, const struct decoded_event *ev)
 
 		st->seg = decoder_segment_serial(ev->seg);
 		if (wall && !st->nr_pairs) {
-			if (!st->warned_no_clock)
+			/* the segment being written gets its first pair within a moment */
+			if (!st->warned_no_clock && segment_name_is_part(ev->segment))
+				log_warn("'%s' has no CLOCK record yet: its events are left out "
+					 "until the daemon has read its first clock marker", ev->segment);
+			else if (!st->warned_no_clock)
 				log_warn("'%s' has no CLOCK record (written by an older stackmapd): "
 					 "its events cannot be placed in wall-clock time and are left out",
 					 ev->segment);

@@ -90,6 +90,7 @@ struct recorder {
 	unsigned cpus_offline;
 	uint64_t cpus_added;			/* readers added for CPUs that came online */
 	struct recorder_clock clock;
+	bool flush_soon;			/* before the flush timer exists */
 };
 
 /* Whether the config says flight recorder. */
@@ -103,6 +104,15 @@ bool recorder_flight(const struct recorder *rec);
 struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_generation *boundary,
 				    void (*cont)(struct recorder *rec, struct flush_op *op),
 				    recorder_done_fn done, void *userdata);
+
+/*
+ * Bring the periodic flush forward to FLUSH_SOON_USEC from now: a segment's
+ * opening clock marker usually sits on a quiet CPU's partial page, and until
+ * it is read the segment's events have no wall-clock time (top --follow,
+ * --since on the segment being written).
+ */
+#define FLUSH_SOON_USEC (100 * USEC_PER_MSEC)
+void recorder_flush_soon(struct recorder *rec);
 
 /* Read what the ring buffer holds on every CPU into the archive now; failures are logged. */
 void recorder_drain_all(struct recorder *rec);

@@ -83,6 +83,7 @@ static int segment_begin(void *userdata, struct archive_segment *seg)
 		return r;
 	/* read back into this segment, it pairs its first events with the wall clock */
 	recorder_clock_sample(rec);
+	recorder_flush_soon(rec);
 	if (rec->gens)
 		generations_segment_begin(rec->gens, seg);
 	if (rec->cfg->text) {
