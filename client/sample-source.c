@@ -5,6 +5,7 @@
  * pending (copied: the decoder's pointers last one step) until the next
  * event of that CPU shows whether a stack belongs to it.
  */
+#include <errno.h>
 #include <string.h>
 
 #include <event-parse.h>
@@ -17,6 +18,14 @@
 #include "util.h"
 
 #define MAX_FRAMES 512
+#define SYM_CACHE_BITS 12
+
+/* An address's symbol in the segment of that serial (symbols differ by segment). */
+struct sym_slot {
+	uint64_t serial;		/* 0: empty (serials start at 1) */
+	uint64_t addr;
+	const char *sym;
+};
 
 struct pending {
 	bool set;
@@ -34,6 +43,7 @@ struct source {
 	struct progress *bar;
 	struct sample_frame frames[MAX_FRAMES];
 	char text[MAX_FRAMES][128];	/* symbol names of TEXT stack entries */
+	struct sym_slot *syms;		/* 1 << SYM_CACHE_BITS, direct-mapped */
 };
 
 /* Hand the pending event of a CPU on, with frames[0..nr) as its stack. */
@@ -51,6 +61,22 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 	p->s.frames = nr ? src->frames : NULL;
 	r = src->fn(&p->s, src->userdata);
 	return r < 0 ? r : 0;
+}
+
+/* The symbol of addr in ev's segment; a stack's frames repeat, so they are cached. */
+static const char *frame_symbol(struct source *src, const struct decoded_event *ev, uint64_t addr)
+{
+	uint64_t serial = decoder_segment_serial(ev->seg);
+	struct sym_slot *c = &src->syms[(addr * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - SYM_CACHE_BITS)];
+	const char *sym;
+
+	if (c->serial == serial && c->addr == addr)
+		return c->sym;
+	sym = tep_find_function(ev->tep, addr);
+	if (!sym && addr == DECODE_FTRACE_TRAMPOLINE)
+		sym = "[FTRACE TRAMPOLINE]";
+	*c = (struct sym_slot){ serial, addr, sym };
+	return sym;
 }
 
 static size_t stack_frames(struct source *src, const struct decoded_event *ev)
@@ -75,11 +101,18 @@ static size_t stack_frames(struct source *src, const struct decoded_event *ev)
 			continue;
 		}
 		f->addr = ev->ips[i];
-		f->sym = tep_find_function(ev->tep, f->addr);
-		if (!f->sym && f->addr == DECODE_FTRACE_TRAMPOLINE)
-			f->sym = "[FTRACE TRAMPOLINE]";
+		f->sym = frame_symbol(src, ev, f->addr);
 	}
 	return nr;
+}
+
+/* src into dst of len bytes, cut short if need be (snprintf("%s") is slow per event). */
+static void copy_str(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src ?: "(null)", len - 1);
+
+	memcpy(dst, src ?: "(null)", n);
+	dst[n] = '\0';
 }
 
 static int on_event(struct source *src, const struct decoded_event *ev)
@@ -108,10 +141,11 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	pid = tep_data_pid(ev->tep, ev->record);
 	p->set = true;
 	p->event = ev->event;
-	(void)snprintf(p->name, sizeof(p->name), "%s", ev->event ? ev->event->name : "[unknown]");
-	(void)snprintf(p->system, sizeof(p->system), "%s", ev->event ? ev->event->system : "");
-	(void)snprintf(p->comm, sizeof(p->comm), "%s", tep_data_comm_from_pid(ev->tep, pid));
-	p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid };
+	copy_str(p->name, sizeof(p->name), ev->event ? ev->event->name : "[unknown]");
+	copy_str(p->system, sizeof(p->system), ev->event ? ev->event->system : "");
+	copy_str(p->comm, sizeof(p->comm), tep_data_comm_from_pid(ev->tep, pid));
+	p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
+				.scope = decoder_segment_serial(ev->seg) };
 	return 0;
 }
 
@@ -139,6 +173,11 @@ int sample_source_run(struct selection *sel, const struct sample_source_options 
 	struct progress bar;
 	int r;
 
+	src.syms = calloc((size_t)1 << SYM_CACHE_BITS, sizeof(*src.syms));
+	if (!src.syms) {
+		log_errno(LOG_ERR, -ENOMEM, "cannot read the events");
+		return -1;
+	}
 	progress_init(&bar, STDERR_FILENO, o->progress_label ?: "",
 		      o->progress_label ? sel->nr_paths : 0);
 	src.bar = &bar;
@@ -151,5 +190,6 @@ int sample_source_run(struct selection *sel, const struct sample_source_options 
 			r = 1;
 	progress_done(&bar);
 	free(src.cpus);
+	free(src.syms);
 	return r;
 }

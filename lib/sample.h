@@ -32,6 +32,12 @@ struct sample {
 	const char *comm;		/* NULL: unknown */
 	size_t nr_frames;		/* 0: the event has no stack */
 	const struct sample_frame *frames; /* innermost first */
+	/*
+	 * Frames of samples with the same nonzero scope and the same
+	 * addresses have the same symbols (the scope names one symbol table,
+	 * for the life of the process); 0: no such promise.
+	 */
+	uint64_t scope;
 	size_t nr_fields;
 	const struct sample_field *fields;
 };

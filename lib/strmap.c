@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * String interning (strmap.h): strings in an array in insertion order, an
- * open-addressing hash of indexes (FNV-1a, linear probing) kept at most
- * half full.
+ * open-addressing hash of indexes (multiply-xorshift by words, linear
+ * probing) kept at most half full.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,13 +25,19 @@ struct strmap {
 
 static size_t hash(const char *s, size_t len)
 {
-	uint64_t h = UINT64_C(14695981039346656037);
+	const uint64_t k = UINT64_C(0x9e3779b97f4a7c15);
+	uint64_t h = len * k, w;
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= UINT64_C(1099511628211);
+	/* a word at a time: keys of frame addresses are a few hundred bytes */
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 29;
 	}
-	return (size_t)h;
+	w = 0;
+	memcpy(&w, s, len);
+	h = (h ^ w) * k;
+	return (size_t)(h ^ h >> 32);
 }
 
 struct strmap *strmap_new(void)

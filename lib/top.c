@@ -3,7 +3,10 @@
  * Hottest stacks per event type (top.h). Rows are interned as
  * "EVENT\0KEY" with their count; printing groups them by event type and
  * sorts. A stack key is its frames joined by " <- ", innermost first, so
- * the frames can be split back for JSON.
+ * the frames can be split back for JSON. Making that text for every
+ * sample would cost more than decoding it: a sample whose frames are
+ * addresses of a known symbol table (its scope) is first looked up by
+ * those, and only a new one is named.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include "ctl-proto.h"
 #include "strmap.h"
 #include "top.h"
+#include "util.h"
 
 #define STACK_SEP " <- "
 
@@ -20,7 +24,8 @@ struct top {
 	enum top_sort sort;
 	struct strmap *rows;		/* "EVENT\0KEY"; counter = count */
 	struct strmap *events;		/* event names; counter = total */
-	struct buf key;
+	struct strmap *seen;		/* "EVENT\0" scope addresses; counter = its row + 1 */
+	struct buf key, addr_key;
 };
 
 static const char *const sort_names[TOP_SORT_MAX] = {
@@ -44,7 +49,9 @@ struct top *top_free(struct top *t)
 		return NULL;
 	strmap_free(t->rows);
 	strmap_free(t->events);
+	strmap_free(t->seen);
 	buf_done(&t->key);
+	buf_done(&t->addr_key);
 	free(t);
 	return NULL;
 }
@@ -58,7 +65,8 @@ struct top *top_new(enum top_sort sort)
 	t->sort = sort;
 	t->rows = strmap_new();
 	t->events = strmap_new();
-	if (!t->rows || !t->events)
+	t->seen = strmap_new();
+	if (!t->rows || !t->events || !t->seen)
 		return NULL;
 	return steal_ptr(t);
 }
@@ -87,8 +95,45 @@ static int append_key(struct top *t, const struct sample *s)
 	}
 }
 
+/*
+ * The row of s by its frames' addresses, as "EVENT\0" scope nr addresses
+ * in t->addr_key; false when its key is not made of those alone.
+ */
+static bool make_addr_key(struct top *t, const struct sample *s)
+{
+	size_t nr = t->sort == TOP_SORT_CALLSITE ? MIN(s->nr_frames, (size_t)1) : s->nr_frames;
+	uint64_t head[2] = { s->scope, nr };
+
+	if (!s->scope || (t->sort != TOP_SORT_STACK && t->sort != TOP_SORT_CALLSITE))
+		return false;
+	buf_reset(&t->addr_key);
+	if (buf_append(&t->addr_key, s->event, strlen(s->event) + 1) < 0 ||
+	    buf_append(&t->addr_key, head, sizeof(head)) < 0)
+		return false;
+	for (size_t i = 0; i < nr; i++)
+		if (!s->frames[i].addr ||
+		    buf_append(&t->addr_key, &s->frames[i].addr, sizeof(s->frames[i].addr)) < 0)
+			return false;
+	return true;
+}
+
+/* The row of s by its text, interned: its index in t->rows. */
+static int row_of(struct top *t, const struct sample *s, size_t *ret_idx)
+{
+	int r;
+
+	buf_reset(&t->key);
+	r = buf_append(&t->key, s->event, strlen(s->event) + 1);
+	if (r >= 0)
+		r = append_key(t, s);
+	if (r >= 0)
+		r = strmap_intern(t->rows, (const char *)t->key.data, t->key.len, ret_idx);
+	return r;
+}
+
 int top_add(struct top *t, const struct sample *s)
 {
+	uint64_t *row = NULL;
 	size_t idx;
 	int r;
 
@@ -96,14 +141,21 @@ int top_add(struct top *t, const struct sample *s)
 	if (r < 0)
 		return r;
 	(*strmap_counter(t->events, idx))++;
-	buf_reset(&t->key);
-	r = buf_append(&t->key, s->event, strlen(s->event) + 1);
-	if (r >= 0)
-		r = append_key(t, s);
-	if (r >= 0)
-		r = strmap_intern(t->rows, (const char *)t->key.data, t->key.len, &idx);
+	if (make_addr_key(t, s)) {
+		r = strmap_intern(t->seen, (const char *)t->addr_key.data, t->addr_key.len, &idx);
+		if (r < 0)
+			return r;
+		row = strmap_counter(t->seen, idx);
+		if (*row) {
+			(*strmap_counter(t->rows, *row - 1))++;
+			return 0;
+		}
+	}
+	r = row_of(t, s, &idx);
 	if (r < 0)
 		return r;
+	if (row)
+		*row = idx + 1;
 	(*strmap_counter(t->rows, idx))++;
 	return 0;
 }
