@@ -12,6 +12,7 @@
  * problems reported.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 
 #include <event-parse.h>
@@ -515,7 +516,12 @@ static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_
 			continue;
 		}
 		c->page_loaded = true;
-		missed = kbuffer_missed_events(c->kbuf);
+		/*
+		 * From the header: kbuffer_missed_events() answers only while
+		 * its first event is at offset 0, not after a time extend.
+		 */
+		missed = !(w.commit_word & PAGE_MISSED_EVENTS) ? 0 :
+			 (w.commit_word & PAGE_MISSED_STORED) && w.missed <= INT_MAX ? (int)w.missed : -1;
 		if (missed) {
 			c->lost = (missed < 0 || c->lost < 0) ? -1 : c->lost + missed;
 			if (missed > 0)

@@ -63,7 +63,7 @@ verify_ok "the archive" "${segs[@]}"
 # Event lines: "COMM-PID [CPU] TS: EVENT: ..."; stack frames are "=> ..." lines.
 awk '
 /^ *=>/ { next }
-/^CPU:[0-9]+ \[LOST/ { lost++; next }
+/^CPU:[0-9]+ \[/ { lost++; next }
 match($0, /\[[0-9]+\] +[0-9]+\.[0-9]+:/) {
 	f = substr($0, RSTART + 1, RLENGTH - 2)
 	split(f, p, /\] +/)

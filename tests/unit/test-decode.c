@@ -810,6 +810,52 @@ static char *lost_stack_segment(void)
 	return path;
 }
 
+/*
+ * Events lost before a page are reported before its first event, also
+ * when the page starts with a time extend (kbuffer_missed_events() answers
+ * only for an event at offset 0); without the count stored, as unknown.
+ */
+static void test_lost_before_time_extend(void)
+{
+	_cleanup_free_ char *path = NULL;
+	struct segment_writer *w;
+	struct decoder *d;
+	struct decoded_event ev;
+	long long lost[2] = { 0, 0 };
+	size_t events = 0;
+
+	w = seg_open("00000011-m", NULL);
+	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
+					 strlen(tick_format), 0) == 0);
+	for (int stored = 1; stored >= 0; stored--) {
+		uint8_t pg[PAGE] = {};
+		size_t off = 16;
+
+		put_le64(pg, 1000 + 1000000000ull * (uint64_t)!stored);
+		put_le32(pg + off, (uint32_t)(1u << 5 | 30));	/* time extend: 1 << 27 + 1 ns */
+		put_le32(pg + off + 4, 1);
+		off += 8;
+		put_le32(pg + off, 5u << 5 | 3);			/* tick, 5 ns later */
+		pg[off + 4] = 30;
+		put_le32(pg + off + 8, 1000);
+		off += 16;
+		put_le64(pg + 8, (off - 16) | PAGE_MISSED_EVENTS | (stored ? PAGE_MISSED_STORED : 0));
+		if (stored) {
+			put_le64(pg + off, 42);
+			off += 8;
+		}
+		CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 0, pg, off, 0, NULL) == 0);
+	}
+	path = seg_finish(w);
+	CHECK(decoder_open((const char *const[]){ path }, 1, &d) == 0);
+	while (decoder_next(d, &ev) > 0)
+		if (events < 2)
+			lost[events++] = ev.lost_before;
+	decoder_free(d);
+	CHECK_MSG(events == 2, "%zu events", events);
+	CHECK_MSG(lost[0] == 42 && lost[1] == -1, "lost before: %lld, %lld", lost[0], lost[1]);
+}
+
 static void test_lost_stacks(void)
 {
 	_cleanup_free_ char *path = lost_stack_segment(), *hp = NULL;
@@ -1085,6 +1131,7 @@ int main(void)
 	test_stack_refs();
 	test_stack_ids();
 	test_lost_stacks();
+	test_lost_before_time_extend();
 	test_open_errors();
 	test_hostile_page();
 	test_live_symbols();
