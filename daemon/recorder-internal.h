@@ -90,7 +90,6 @@ struct recorder {
 	unsigned cpus_offline;
 	uint64_t cpus_added;			/* readers added for CPUs that came online */
 	struct recorder_clock clock;
-	bool flush_soon;			/* before the flush timer exists */
 };
 
 /* Whether the config says flight recorder. */
@@ -109,7 +108,8 @@ struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_g
  * Bring the periodic flush forward to FLUSH_SOON_USEC from now: a segment's
  * opening clock marker usually sits on a quiet CPU's partial page, and until
  * it is read the segment's events have no wall-clock time (top --follow,
- * --since on the segment being written).
+ * --since on the segment being written). The first segment opens before
+ * the timer exists; the timer is then made with that delay.
  */
 #define FLUSH_SOON_USEC (100 * USEC_PER_MSEC)
 void recorder_flush_soon(struct recorder *rec);

@@ -224,10 +224,8 @@ void recorder_flush_soon(struct recorder *rec)
 {
 	uint64_t due;
 
-	if (!rec->flush_timer) {
-		rec->flush_soon = true;	/* the timer is made with this delay */
+	if (!rec->flush_timer)
 		return;
-	}
 	if (sd_event_source_get_time(rec->flush_timer, &due) < 0 ||
 	    due > now_usec(CLOCK_MONOTONIC) + FLUSH_SOON_USEC)
 		(void)sd_event_source_set_time_relative(rec->flush_timer, FLUSH_SOON_USEC);
@@ -385,12 +383,12 @@ static int add_sources(struct recorder *rec)
 	if (r < 0)
 		return r;
 	arm_age_timer(rec);
+	/* a segment open now has just opened: its clock marker is read soon */
 	r = sd_event_add_time_relative(rec->event, &rec->flush_timer, CLOCK_MONOTONIC,
-				       rec->flush_soon ? FLUSH_SOON_USEC : rec->cfg->snapshot_interval_usec,
-				       0, on_flush_timer, rec);
+				       archive_is_open(rec->archive) ? FLUSH_SOON_USEC :
+				       rec->cfg->snapshot_interval_usec, 0, on_flush_timer, rec);
 	if (r < 0)
 		return r;
-	rec->flush_soon = false;
 	r = sd_event_source_set_enabled(rec->flush_timer, SD_EVENT_ON);
 	if (r < 0)
 		return r;
