@@ -162,17 +162,20 @@ static struct event_format_cache *formats(void)
 
 static void print_info(struct trace_seq *s, const struct decoded_event *ev)
 {
-	if (!formats() || !event_format_info(info_formats, s, ev->event, ev->record))
+	struct event_format_cache *f = formats();
+
+	if (!f || !event_format_info(f, s, ev->event, ev->record))
 		tep_print_event(ev->tep, s, ev->record, "%s", TEP_PRINT_INFO);
 }
 
 /* COMM-PID [CPU] TIME: as libtraceevent prints "%16s-%-5d [%03d]" and " %6.1000d:". */
 static void print_task_time(struct trace_seq *s, const struct decoded_event *ev, bool ns)
 {
+	struct event_format_cache *f = formats();
 	int pid = tep_data_pid(ev->tep, ev->record);
 
-	if (!formats() || !event_format_task_time(info_formats, s, tep_data_comm_from_pid(ev->tep, pid),
-						  pid, ev->record->cpu, ns, ev->record->ts)) {
+	if (!f || !event_format_task_time(f, s, tep_data_comm_from_pid(ev->tep, pid), pid,
+					  ev->record->cpu, ns, ev->record->ts)) {
 		tep_print_event(ev->tep, s, ev->record, "%16s-%-5d [%03d]", TEP_PRINT_COMM,
 				TEP_PRINT_PID, TEP_PRINT_CPU);
 		if (ns)

@@ -414,6 +414,19 @@ static uint64_t window_bound(struct selection *s, const struct wallclock_time *t
 	return wallclock_to_trace(st->pairs, st->nr_pairs, t->ns);
 }
 
+/* Why a segment's events cannot be placed in a wall-clock window. */
+static void warn_no_clock(const char *segment)
+{
+	/* the segment being written gets its first pair within a moment */
+	if (segment_name_is_part(segment))
+		log_warn("'%s' has no CLOCK record yet: its events are left out "
+			 "until the daemon has read its first clock marker", segment);
+	else
+		log_warn("'%s' has no CLOCK record (written by an older stackmapd): "
+			 "its events cannot be placed in wall-clock time and are left out",
+			 segment);
+}
+
 /*
  * Whether ev lies in the window. The decoder applies trace-clock bounds,
  * and wall-clock bounds too in segments with CLOCK pairs; this places
@@ -434,14 +447,8 @@ static bool in_window(struct selection *s, const struct decoded_event *ev)
 
 		st->seg = decoder_segment_serial(ev->seg);
 		if (wall && !st->nr_pairs) {
-			/* the segment being written gets its first pair within a moment */
-			if (!st->warned_no_clock && segment_name_is_part(ev->segment))
-				log_warn("'%s' has no CLOCK record yet: its events are left out "
-					 "until the daemon has read its first clock marker", ev->segment);
-			else if (!st->warned_no_clock)
-				log_warn("'%s' has no CLOCK record (written by an older stackmapd): "
-					 "its events cannot be placed in wall-clock time and are left out",
-					 ev->segment);
+			if (!st->warned_no_clock)
+				warn_no_clock(ev->segment);
 			st->warned_no_clock = true;
 			st->lo = 1;
 			st->hi = 0;
