@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * bench/frame-columns: what column-encoding frames (lib/frame-columns.h)
+ * bench/frame-columns: what column-encoding frames (lib/segment/frame-columns.h)
  * saves on disk and costs in CPU, against compressing the pages as they
  * are. Reads the PAGES records of segments, cuts each CPU's pages into
  * frames as the daemon does (a frame is closed when one more page read

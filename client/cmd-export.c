@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * stackmapctl export: segments to formats other tools read. pprof (one
- * gzipped profile, lib/pprof.h) and CSV (a directory with events.csv and
- * stacks.csv, lib/csvexport.h), from client/sample-source.h, and
- * trace-cmd's trace.dat (lib/tracedat.h) from the decoded events
+ * gzipped profile, lib/export/pprof.h) and CSV (a directory with events.csv and
+ * stacks.csv, lib/export/csvexport.h), from client/sample-source.h, and
+ * trace-cmd's trace.dat (lib/export/tracedat.h) from the decoded events
  * themselves, with each segment's formats, symbols and tasks. Files are
  * written under a temporary name and renamed when complete. Exit status
  * as report's.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * stackmapctl flamegraph: an interactive SVG flame graph of some segments
- * (lib/flamegraph.h over client/sample-source.h), differential against
+ * (lib/export/flamegraph.h over client/sample-source.h), differential against
  * baseline segments given with --diff or another window of the same ones
  * (--diff-since/--diff-until). Exit status as report's.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * stackmapctl top: the hottest stacks per event type of some segments
- * (lib/top.h over client/sample-source.h). With --follow, like perf top:
+ * (lib/export/top.h over client/sample-source.h). With --follow, like perf top:
  * every second, the last N seconds of the archive, the segment being
  * written included (read up to its last complete record), redrawn on a
  * terminal or printed as one block per interval otherwise. Exit status as

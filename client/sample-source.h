@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Segments as a stream of samples (lib/sample.h) for the exporters: each
+ * Segments as a stream of samples (lib/export/sample.h) for the exporters: each
  * event with the kernel stack that follows it on the same CPU. Built on
- * lib/decode.h's decoding loop.
+ * lib/decode/decode.h's decoding loop.
  */
 #ifndef STACKMAPCTL_SAMPLE_SOURCE_H
 #define STACKMAPCTL_SAMPLE_SOURCE_H

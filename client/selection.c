@@ -4,7 +4,7 @@
  * directories and the configured archive into segment paths, grouping
  * them by recording, the shared filters, and the decoding loop over the
  * groups. Wall-clock windows become trace-clock windows per segment with
- * lib/wallclock.h and the CLOCK pairs of the segments of the same boot.
+ * lib/segment/wallclock.h and the CLOCK pairs of the segments of the same boot.
  */
 #include <dirent.h>
 #include <sys/stat.h>

@@ -5,10 +5,10 @@
  * file: the tables and generation windows first (they are written at the
  * end of a segment), then the pages in file order, so that per-CPU strict
  * boundaries take effect where they stand in each CPU's stream. Only the
- * page walk (lib/page-walk.c) and the resolution run per event: no event
+ * page walk (lib/segment/page-walk.c) and the resolution run per event: no event
  * formatting, no libtraceevent.
  *
- * A stack that never came counts too, as the decoder (lib/decode.c) says
+ * A stack that never came counts too, as the decoder (lib/decode/decode.c) says
  * it: an event that the segment's stored config records with a stack,
  * then a strict boundary of its CPU before its stack (tracing was paused
  * in between), then another event or the end of the segment; and a

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Counting a segment's stack ids that its own tables cannot resolve, with
- * the same rules a reader applies (lib/stacktab.c), so that the figure in
+ * the same rules a reader applies (lib/segment/stacktab.c), so that the figure in
  * the index, in `stackmapctl info` and in `status` is exact.
  */
 #ifndef STACKMAPD_AUDIT_H

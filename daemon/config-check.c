@@ -3,7 +3,7 @@
  * The configuration against the running kernel: each event named in
  * trace.events and trace.flight_trigger exists, each filter fits its
  * event's format (fields, operators, kinds of values, with the grammar of
- * lib/filter-grammar.c), trace.clock is offered in trace_clock, and
+ * lib/config/filter-grammar.c), trace.clock is offered in trace_clock, and
  * stackmap = on finds a stack map. It only reads tracefs, so that
  * "stackmapd --check", startup (before anything is changed) and reload
  * all run this same code, and it names the file, line and key that the

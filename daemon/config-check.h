@@ -25,7 +25,7 @@ int config_check_tracefs(const struct config *c, const char *tracing_dir,
 
 /*
  * Check a filter expression for the event system:event against the
- * kernel's filter grammar (lib/filter-grammar.c): its structure always;
+ * kernel's filter grammar (lib/config/filter-grammar.c): its structure always;
  * with tracing_dir also the field names of events/SYSTEM/EVENT/format
  * (parsed with libtraceevent), the operators each kind of field allows
  * and the kind of value it is compared with. Returns 0; -EINVAL with

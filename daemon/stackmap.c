@@ -4,7 +4,7 @@
  * nodes, options/stackmap, reading a snapshot (stack_map_bin, else the
  * text export; stack_map_stat), merging it into the current generation or
  * detecting a reset made elsewhere, the reset steps, and the counters.
- * Parsing the exports is lib/stackmap-export.c; storing stacks and
+ * Parsing the exports is lib/kernel/stackmap-export.c; storing stacks and
  * generations stackmap-store.c; a segment's tables stackmap-tables.c.
  *
  * Kernel facts relied on (ftrace stackmap series v6, STACKMAP-ABI.md):

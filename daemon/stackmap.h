@@ -17,7 +17,7 @@
  * (usually trace_marker writes the recorder made and then read back).
  * Not thread-safe: the main thread owns the object. The module is
  * stackmap.c (tracefs, snapshots, resets), stackmap-store.c and
- * stackmap-tables.c; lib/stackmap-export.c parses the exports.
+ * stackmap-tables.c; lib/kernel/stackmap-export.c parses the exports.
  */
 #ifndef STACKMAPD_STACKMAP_H
 #define STACKMAPD_STACKMAP_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Page transcoding (transcode.h). Pages are walked with the page walker
- * (lib/page-walk.c), which decides what a well-formed page is. Every event
+ * (lib/segment/page-walk.c), which decides what a well-formed page is. Every event
  * keeps its header when copied, so the time deltas and therefore all
  * timestamps are preserved exactly; only a kernel_stack entry's payload is
  * replaced by a shorter one. The deduplicated stack table that the readers

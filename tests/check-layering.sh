@@ -9,8 +9,11 @@
 #     daemon/ path, or one whose name exists in daemon/ and not in lib/ (nor
 #     next to the including file);
 #   - a file in lib/ or client/ includes tracefs.h or calls tracefs_*();
-#   - Makefile.am builds libstackmap.a (lib/) or stackmapctl (client/) with
-#     a daemon/ source, or links stackmapctl with the daemon's library.
+#   - Makefile.am builds a lib/ library or stackmapctl (client/) with a
+#     daemon/ source, include path or tracefs flags, or links stackmapctl
+#     with the daemon's library or libtracefs.
+# The build enforces the same per folder (each target gets only the include
+# paths of the layers it may use); this check names the broken rule.
 # The daemon's headers are found at run time, so the check follows files
 # as they move. Needs nothing but the source tree.
 set -u
@@ -25,7 +28,7 @@ declare -A daemon_header=()
 for h in daemon/*.h; do
 	[ -f "$h" ] || continue
 	n=${h#daemon/}
-	[ -e "lib/$n" ] || daemon_header[$n]=1
+	compgen -G "lib/*/$n" >/dev/null || daemon_header[$n]=1
 done
 
 # strip FILE: FILE without its comments (lines kept, so numbers stay right);
@@ -48,7 +51,7 @@ strip() {
 	}' "$1"
 }
 
-for f in lib/*.[ch] client/*.[ch]; do
+for f in lib/*/*.[ch] client/*.[ch]; do
 	[ -f "$f" ] || continue
 	dir=${f%/*}
 	code=$(strip "$f")
@@ -62,7 +65,7 @@ for f in lib/*.[ch] client/*.[ch]; do
 		case "$inc" in
 		*\"*)
 			# quoted: the including file's directory first
-			[ -e "$dir/$name" ] && [ "$dir" != daemon ] && continue
+			[ -e "$dir/$name" ] && continue
 			[ -n "${daemon_header[$name]:-}" ] &&
 				violation "$f:$line: includes '$name', a header of daemon/ only"
 			;;
@@ -80,19 +83,24 @@ am_var() {
 	sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' Makefile.am |
 		sed -nE "s/^$1[[:space:]]*\\+?=[[:space:]]*//p"
 }
-for v in libstackmap_a_SOURCES stackmapctl_SOURCES; do
-	for src in $(am_var "$v"); do
-		case "$src" in
-		daemon/* | */daemon/*) violation "Makefile.am: $v lists $src" ;;
+lib_vars=$(grep -oE '^lib_[a-z]+_lib[a-z]+_a_(SOURCES|CPPFLAGS)' Makefile.am | sort -u)
+[ -n "$lib_vars" ] || violation "Makefile.am: no lib/ library found"
+for v in $lib_vars stackmapctl_SOURCES stackmapctl_CPPFLAGS CLIENT_CPPFLAGS; do
+	for word in $(am_var "$v"); do
+		case "$word" in
+		daemon/* | */daemon/* | -I*daemon) violation "Makefile.am: $v uses $word" ;;
+		*TRACEFS*) violation "Makefile.am: $v uses $word (tracefs belongs to daemon/)" ;;
 		esac
 	done
 done
-for lib in $(am_var stackmapctl_LDADD); do
-	case "$lib" in
-	libstackmapd.a | */libstackmapd.a) violation "Makefile.am: stackmapctl_LDADD links $lib, the daemon's modules" ;;
-	esac
+for v in stackmapctl_LDADD CLIENT_LIBS; do
+	for lib in $(am_var "$v"); do
+		case "$lib" in
+		libstackmapd.a | */libstackmapd.a | *DAEMON*) violation "Makefile.am: $v links $lib, the daemon's modules" ;;
+		*TRACEFS*) violation "Makefile.am: $v links $lib" ;;
+		esac
+	done
 done
-[ -n "$(am_var libstackmap_a_SOURCES)" ] || violation "Makefile.am: no libstackmap_a_SOURCES found"
 [ -n "$(am_var stackmapctl_SOURCES)" ] || violation "Makefile.am: no stackmapctl_SOURCES found"
 
 if [ $bad != 0 ]; then

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Fuzz target: the control protocol (lib/ctl-proto.h): request parsing
+ * Fuzz target: the control protocol (lib/control/ctl-proto.h): request parsing
  * with a format/parse round trip, and the client's JSON reply reader and
  * reassembly scanner.
  */

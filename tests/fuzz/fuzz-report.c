@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fuzz target: decoding a segment's events as `stackmapctl report`,
- * `folded` and `stacks` do (lib/decode.h, libtraceevent printing included).
+ * `folded` and `stacks` do (lib/decode/decode.h, libtraceevent printing included).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fuzz target: the parsers of the kernel's stack map exports
- * (lib/stackmap-export.h): stack_map_bin, the text stack_map, and
+ * (lib/kernel/stackmap-export.h): stack_map_bin, the text stack_map, and
  * stack_map_stat. The first input byte picks the parser; the rest is the
  * file's content.
  */

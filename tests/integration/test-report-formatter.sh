@@ -1,5 +1,5 @@
 #!/bin/bash
-# The compiled event formats (lib/event-format.c) print what libtraceevent
+# The compiled event formats (lib/decode/event-format.c) print what libtraceevent
 # prints: stackmapd records a mix of event types for a few seconds, some
 # with stacks, plus trace_marker writes; `stackmapctl report` must print the
 # very same bytes with its compiled formats and with libtraceevent alone

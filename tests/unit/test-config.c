@@ -3,7 +3,7 @@
  * The configuration: unit parsers, good configs with their values, bad
  * configs with the exact "FILE:LINE: KEY:" prefix of their message, rules
  * across keys, the shipped conf/stackmapd.conf, reload comparison and the
- * kernel command line (lib/config*.c), and the checks against tracefs
+ * kernel command line (lib/config/config*.c), and the checks against tracefs
  * (daemon/config-check.c), which use a fixture tree in a temp dir (event
  * formats copied from /sys/kernel/tracing when readable, else a built-in
  * one) and are the same for --check and for tracing_validate() at start.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Wall-clock time (lib/wallclock.h): the CLOCK payload codec, the times a
+ * Wall-clock time (lib/segment/wallclock.h): the CLOCK payload codec, the times a
  * user gives, and the mapping between the trace clock and CLOCK_REALTIME
  * across a suspend (the trace clock stood still while the wall clock went
  * on) and a wall-clock step back, both ways: a time and a window.

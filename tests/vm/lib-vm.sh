@@ -39,14 +39,19 @@ vm_workdir() {
 # build_smdump DIR: build smdump-ids (tests/vm/smdump-ids.c) against the
 # build tree into DIR. Returns 1 if that is not possible.
 build_smdump() {
-	local cc=${CC:-cc} libs
+	local cc=${CC:-cc} libs incs a objs=()
 	libs=$(pkg-config --libs libtracefs libtraceevent libsystemd inih libzstd 2>/dev/null) || return 1
+	incs=$(for d in "$top_srcdir"/lib/*/; do printf -- '-I%s ' "${d%/}"; done)
+	for a in decode/libsmdecode kernel/libsmkernel segment/libsmsegment config/libsmconfig \
+		base/libsmbase; do
+		objs+=("$top_builddir/lib/$a.a")
+	done
 	# shellcheck disable=SC2086
-	"$cc" -O1 -I"$top_srcdir/lib" -o "$1/smdump-ids" "$top_srcdir/tests/vm/smdump-ids.c" \
-		"$top_builddir/libstackmap.a" $libs -pthread 2>"$1/smdump-ids.build.log" ||
+	"$cc" -O1 $incs -o "$1/smdump-ids" "$top_srcdir/tests/vm/smdump-ids.c" \
+		"${objs[@]}" $libs -pthread 2>"$1/smdump-ids.build.log" ||
 		# a tree configured with --enable-sanitizers
-		"$cc" -O1 -fsanitize=address,undefined -I"$top_srcdir/lib" -o "$1/smdump-ids" \
-			"$top_srcdir/tests/vm/smdump-ids.c" "$top_builddir/libstackmap.a" $libs \
+		"$cc" -O1 -fsanitize=address,undefined $incs -o "$1/smdump-ids" \
+			"$top_srcdir/tests/vm/smdump-ids.c" "${objs[@]}" $libs \
 			-pthread 2>"$1/smdump-ids.build.log"
 }
 

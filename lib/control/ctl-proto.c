@@ -2,7 +2,7 @@
 /*
  * Control requests and the frame of replies (ctl-proto.h): parsing and
  * formatting "COMMAND key=value ..." packets, and starting or formatting a
- * JSON reply. The JSON itself is lib/json.c's.
+ * JSON reply. The JSON itself is lib/base/json.c's.
  */
 #include <inttypes.h>
 #include <stdarg.h>

@@ -222,7 +222,7 @@ int decoder_segment_file(const struct decoder_segment *s, size_t i, const char *
 			 const char **ret_data, size_t *ret_len);
 
 /*
- * The segment's CLOCK pairs (lib/wallclock.h), sorted by trace clock;
+ * The segment's CLOCK pairs (lib/segment/wallclock.h), sorted by trace clock;
  * *ret_n = 0 for a segment without any. Borrowed.
  */
 const struct wallclock_pair *decoder_segment_clocks(const struct decoder_segment *s,

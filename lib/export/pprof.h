@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pprof export: samples in, one gzip-compressed profile.proto
- * (lib/profile.proto) out, as pprof and continuous-profiling backends read
+ * (lib/export/profile.proto) out, as pprof and continuous-profiling backends read
  * it. Each event type is one sample type (unit "count"); identical
  * (event, stack, comm, pid, cpu) samples are counted together; each
  * distinct address is a location of one kernel mapping, each distinct

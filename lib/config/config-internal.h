@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Shared by the files of the configuration parser (lib/config*.c) and by
+ * Shared by the files of the configuration parser (lib/config/config*.c) and by
  * nothing else: the key table, the state of one parse and the value
  * helpers. The public interface is config.h.
  */

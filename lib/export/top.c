@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "ctl-proto.h"
+#include "json.h"
 #include "strmap.h"
 #include "top.h"
 #include "util.h"
