@@ -12,8 +12,6 @@
 #include "log.h"
 #include "util.h"
 
-extern char **environ;
-
 struct hook {
 	sd_event *event;
 	sd_event_source *children[HOOK_MAX_RUNNING];	/* NULL: free slot */

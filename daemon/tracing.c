@@ -27,8 +27,6 @@
 #define CPU_POSSIBLE_PATH "/sys/devices/system/cpu/possible"
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
 
-
-int tracing_pathf(char buf[static PATH_MAX], const char *fmt, ...) _printf_(2, 3);
 int tracing_pathf(char buf[static PATH_MAX], const char *fmt, ...)
 {
 	va_list ap;
