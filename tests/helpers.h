@@ -18,6 +18,7 @@
 
 static int tests_failed;
 static int tests_checked;
+static char tests_skipped[256];	/* what part of the test did not run, and why */
 
 #define CHECK(cond)                                                                  \
 	do {                                                                         \
@@ -111,10 +112,41 @@ static inline char *test_page_data(const char *name, size_t *len)
 	return buf;
 }
 
+/*
+ * Whether TOOL is in PATH. Without it the part of the test that needs it,
+ * WHAT, cannot run: with CI=true that is a failure (CI installs every tool
+ * the suite uses), elsewhere the whole test ends as SKIP with the reason
+ * (tests_done()), never as a pass.
+ */
+static inline bool test_have_tool(const char *tool, const char *what)
+{
+	char cmd[256];
+	const char *ci = getenv("CI");
+
+	snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", tool);
+	if (system(cmd) == 0)
+		return true;
+	if (ci && strcmp(ci, "true") == 0) {
+		tests_failed++;
+		fprintf(stderr, "CHECK failed: '%s' is not installed, so %s cannot run\n", tool, what);
+	} else {
+		snprintf(tests_skipped, sizeof(tests_skipped), "'%s' is not installed: %s skipped",
+			 tool, what);
+	}
+	return false;
+}
+
+/* The exit status Automake expects: 1 on a failure, 77 (SKIP) if a part was skipped. */
 static inline int tests_done(const char *name)
 {
 	fprintf(stderr, "%s: %d checks, %d failed\n", name, tests_checked, tests_failed);
-	return tests_failed ? 1 : 0;
+	if (tests_failed)
+		return 1;
+	if (tests_skipped[0]) {
+		printf("SKIP: %s\n", tests_skipped);
+		return 77;
+	}
+	return 0;
 }
 
 #endif
