@@ -125,6 +125,12 @@ int strprintf(char **ret, const char *fmt, ...) _printf_(2, 3);
 int vstrprintf(char **ret, const char *fmt, va_list ap) _printf_(2, 0);
 
 /*
+ * Append the formatted text to the allocated string *s (NULL: start one).
+ * Returns 0 or -ENOMEM; *s is untouched on failure.
+ */
+int strextendf(char **s, const char *fmt, ...) _printf_(2, 3);
+
+/*
  * Read a whole file (tracefs files report size 0, so read until EOF).
  * On success *ret holds a NUL-terminated buffer owned by the caller and
  * *ret_len (if not NULL) its length without the NUL. Returns 0 or -errno.
