@@ -2,7 +2,7 @@
 /*
  * The recorder's state, shared by the files of the recorder module and
  * nothing else: recorder.c (lifecycle, flush barriers, timers),
- * recorder-segment.c (segment heads and tails), flight.c (the flight
+ * recorder-segment.c (segment heads and tails), recorder-flight.c (the flight
  * recorder) and recorder-status.c. Other modules, generations.c included,
  * see only recorder.h or the callbacks the recorder hands them.
  */
@@ -12,7 +12,7 @@
 #include <sys/utsname.h>
 
 #include "archive.h"
-#include "cpu_reader.h"
+#include "cpu-reader.h"
 #include "log.h"
 #include "recorder.h"
 #include "tracing.h"
@@ -155,13 +155,13 @@ int recorder_add_stack_ref_format(struct recorder *rec);
 /* uname, hostname, boot id and a random recording id, for META. */
 void recorder_read_host_identity(struct recorder *rec);
 
-/* flight.c: save what the buffer holds now into one segment; done() gets its path. */
+/* recorder-flight.c: save what the buffer holds now into one segment; done() gets its path. */
 int flight_capture(struct recorder *rec, recorder_done_fn done, void *userdata);
 
-/* flight.c: the trigger stopped the buffer: save it (logs). */
+/* recorder-flight.c: the trigger stopped the buffer: save it (logs). */
 void flight_trigger_save(struct recorder *rec);
 
-/* flight.c: timer callback polling the trigger every TRIGGER_POLL_USEC (userdata: rec). */
+/* recorder-flight.c: timer callback polling the trigger every TRIGGER_POLL_USEC (userdata: rec). */
 int flight_on_trigger_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 #endif

@@ -5,14 +5,14 @@
  * flush barriers that snapshot, rotation and the stack-map resets wait on,
  * and the loop's timers (rotation by size or age, periodic flush and
  * stack-map tick). The segments' heads and tails are recorder-segment.c,
- * the flight recorder flight.c, status recorder-status.c.
+ * the flight recorder recorder-flight.c, status recorder-status.c.
  */
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
 #include "archive.h"
 #include "config.h"
-#include "cpu_reader.h"
+#include "cpu-reader.h"
 #include "generations.h"
 #include "ksyms.h"
 #include "log.h"

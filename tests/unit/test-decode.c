@@ -16,7 +16,7 @@
 #include <event-parse.h>
 #include <kbuffer.h>
 
-#include "audit.h"
+#include "stack-audit.h"
 #include "buf.h"
 #include "decode.h"
 #include "helpers.h"
@@ -933,7 +933,7 @@ static void test_lost_stacks(void)
 	layout.stack_id_id = 20;
 	layout.print_id = 5;
 	layout.stack_ref_id = -1;
-	CHECK(audit_unresolved(path, &layout, &audited, &unresolved) == 0);
+	CHECK(stack_audit_unresolved(path, &layout, &audited, &unresolved) == 0);
 	CHECK_MSG(audited == 8 && unresolved == 3, "%lu of %lu", (unsigned long)unresolved,
 		  (unsigned long)audited);
 }

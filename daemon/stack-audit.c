@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Counting the stack ids of a finished segment that its own tables cannot
- * resolve (audit.h), for the index, info and status. Two passes over the
+ * resolve (stack-audit.h), for the index, info and status. Two passes over the
  * file: the tables and generation windows first (they are written at the
  * end of a segment), then the pages in file order, so that per-CPU strict
  * boundaries take effect where they stand in each CPU's stream. Only the
@@ -17,7 +17,7 @@
  */
 #include <stdio.h>
 
-#include "audit.h"
+#include "stack-audit.h"
 #include "config.h"
 #include "segment.h"
 #include "stacktab.h"
@@ -202,8 +202,8 @@ static int audit_pages(struct audit *a, const struct page_layout *l, uint32_t cp
 	return r < 0 ? -EBADMSG : 0;
 }
 
-int audit_unresolved(const char *path, const struct page_layout *l, uint64_t *ret_refs,
-		     uint64_t *ret_unresolved)
+int stack_audit_unresolved(const char *path, const struct page_layout *l, uint64_t *ret_refs,
+			   uint64_t *ret_unresolved)
 {
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	struct segment_record rec;

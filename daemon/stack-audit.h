@@ -4,8 +4,8 @@
  * the same rules a reader applies (lib/segment/stacktab.c), so that the figure in
  * the index, in `stackmapctl info` and in `status` is exact.
  */
-#ifndef STACKMAPD_AUDIT_H
-#define STACKMAPD_AUDIT_H
+#ifndef STACKMAPD_STACK_AUDIT_H
+#define STACKMAPD_STACK_AUDIT_H
 
 #include <stdint.h>
 
@@ -18,7 +18,7 @@
  * ids, *ret_unresolved those that do not resolve. Returns 0 or -errno
  * (-EBADMSG when the file is damaged).
  */
-int audit_unresolved(const char *path, const struct page_layout *l, uint64_t *ret_refs,
-		     uint64_t *ret_unresolved);
+int stack_audit_unresolved(const char *path, const struct page_layout *l, uint64_t *ret_refs,
+			   uint64_t *ret_unresolved);
 
 #endif
