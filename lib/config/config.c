@@ -646,21 +646,3 @@ int config_check(const struct config *c, char **ret_error)
 				  "0 no segment is ever finished in stream mode", path);
 	return 0;
 }
-
-int config_stack_events(const char *text,
-			void (*fn)(const char *system, const char *name, void *userdata),
-			void *userdata)
-{
-	struct config c;
-	int r;
-
-	r = config_init(&c);
-	if (r < 0)
-		return r;
-	r = config_load_string(&c, "config", text, NULL);
-	for (unsigned i = 0; r >= 0 && i < c.nr_events; i++)
-		if (c.stacktrace_all || c.events[i].stacktrace)
-			fn(c.events[i].system, c.events[i].name, userdata);
-	config_done(&c);
-	return r < 0 ? r : 0;
-}

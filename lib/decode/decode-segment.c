@@ -642,7 +642,8 @@ static void finish_tables(struct decoder_segment *s, const struct decoder_filter
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
 	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");
 	s->stack_type[DECODED_STACK_MISSING] = -1;
-	decode_find_stack_events(s);
+	/* without a config that loads, no event is known to want a stack */
+	(void)stack_expect_types_load(&s->wants_stack, s->files, s->nr_files);
 }
 
 /* The last serial given to a segment (decoder_segment_serial()). */

@@ -71,11 +71,11 @@ struct cursor {
 	size_t ips_cap;
 
 	/*
-	 * The last event wants a stack that has not come yet (want), and a
-	 * strict generation boundary passed since (crossed): tracing was
-	 * paused in between. missing: say so before the next event.
+	 * Whether the last event's stack is still to come (stack-expect.h);
+	 * missing: it never came, say so before the next event.
 	 */
-	bool want, crossed, missing;
+	struct stack_expect expect;
+	bool missing;
 	uint64_t want_ts;
 	struct tep_event *want_event;
 	size_t want_seg;
@@ -407,8 +407,7 @@ static int cursor_leave(struct decoder *d, struct cursor *c)
 	d->segs[c->seg].users--;
 	c->owner = NULL;
 	/* the segment ends after a boundary, before the stack: it is lost */
-	c->missing = c->want && c->crossed;
-	c->want = c->crossed = false;
+	c->missing = stack_expect_end(&c->expect);
 	if (c->seg + 1 >= d->nr_segs) {
 		c->state = CURSOR_DONE;
 		return 0;
@@ -587,7 +586,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 				c->size = size;
 				c->ts = ts;
 				c->has_head = true;
-				if (c->want && c->crossed && !head_is_stack(s, c))
+				if (stack_expect_lost(&c->expect) && !head_is_stack(s, c))
 					c->missing = true;
 				return 0;
 			}
@@ -619,7 +618,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 		if (r < 0)
 			return r;
 		if (r > 0 && it->boundary) {
-			c->crossed = c->want;
+			stack_expect_boundary(&c->expect);
 			r = stacktab_cpu_boundary(s->tab, c->cpu, it->generation);
 			free(it);
 			if (r == -ENOMEM)
@@ -676,6 +675,7 @@ static int advance_window(struct decoder *d)
 static int fill_event(struct decoder *d, struct cursor *c, struct decoded_event *ev)
 {
 	struct decoder_segment *s = d->segs[c->seg].s;
+	bool after_pause;
 	int type, r = 0;
 
 	d->record = (struct tep_record){
@@ -697,8 +697,8 @@ static int fill_event(struct decoder *d, struct cursor *c, struct decoded_event 
 			ev->kind = (enum decoded_stack)k;
 	if (ev->kind == DECODED_NOT_STACK) {
 		c->owner = ev->event;
-		c->want = decode_wants_stack(s, type);
-		c->crossed = false;
+		/* a lost stack was reported when this event became the head */
+		(void)stack_expect_event(&c->expect, stack_expect_types_has(&s->wants_stack, type));
 		c->want_ts = c->ts;
 		c->want_event = ev->event;
 		c->want_seg = c->seg;
@@ -706,16 +706,16 @@ static int fill_event(struct decoder *d, struct cursor *c, struct decoded_event 
 	}
 	ev->is_stack = true;
 	ev->owner = c->owner;
+	after_pause = stack_expect_stack(&c->expect);
 	if (ev->kind == DECODED_KERNEL_STACK) {
 		r = decode_read_callers(s, c->data, c->size, &c->ips, &c->ips_cap, ev);
-	} else if (ev->kind == DECODED_STACK_ID && c->want && c->crossed) {
+	} else if (ev->kind == DECODED_STACK_ID && after_pause) {
 		/* looked up before the pause, written after it: its generation is not known */
 		decode_resolve_ref(s, c->data, ev, "its event came before a strict generation boundary");
 		d->missing++;
 	} else {
 		decode_resolve_ref(s, c->data, ev, NULL);
 	}
-	c->want = c->crossed = false;
 	return r;
 }
 
