@@ -17,7 +17,7 @@
 #include "segment.h"
 #include "stack-audit.h"
 #include "stack-expect.h"
-#include "stacktab.h"
+#include "stacktab-resolve.h"
 #include "util.h"
 
 struct audit {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Counting a segment's stack ids that its own tables cannot resolve, with
- * the same rules a reader applies (lib/segment/stacktab.c), so that the figure in
- * the index, in `stackmapctl info` and in `status` is exact.
+ * the same rules a reader applies (lib/segment/stacktab-resolve.c for the
+ * generations, lib/config/stack-expect.c for stacks that never came), so
+ * that the figure in the index, in `stackmapctl info` and in `status` is
+ * the one `report` prints.
  */
 #ifndef STACKMAPD_STACK_AUDIT_H
 #define STACKMAPD_STACK_AUDIT_H

@@ -27,7 +27,7 @@
 #include "decode-internal.h"
 #include "ksyms.h"
 #include "segment.h"
-#include "stacktab.h"
+#include "stacktab-resolve.h"
 #include "util.h"
 
 /* ---- first pass ---- */

@@ -9,6 +9,7 @@
 #include <event-parse.h>
 
 #include "decode-internal.h"
+#include "stacktab-resolve.h"
 #include "stacktab.h"
 #include "util.h"
 

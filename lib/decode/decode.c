@@ -21,7 +21,7 @@
 #include "decode-internal.h"
 #include "page-walk.h"
 #include "segment.h"
-#include "stacktab.h"
+#include "stacktab-resolve.h"
 #include "util.h"
 
 /* What the CPUs' cursors may hold at once: half of DECODE_MAX_HELD. */

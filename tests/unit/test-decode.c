@@ -23,6 +23,7 @@
 #include "ksyms.h"
 #include "page-walk.h"
 #include "segment.h"
+#include "stacktab-resolve.h"
 #include "stacktab.h"
 #include "transcode.h"
 #include "util.h"

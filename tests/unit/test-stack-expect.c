@@ -19,7 +19,7 @@
 #include "segment.h"
 #include "stack-audit.h"
 #include "stack-expect.h"
-#include "stacktab.h"
+#include "stacktab-resolve.h"
 #include "transcode.h"
 #include "util.h"
 

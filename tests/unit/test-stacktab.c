@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "helpers.h"
+#include "stacktab-resolve.h"
 #include "stacktab.h"
 #include "util.h"
 
