@@ -66,7 +66,7 @@ static inline char *test_tmpdir(void)
 	return strdup(d);
 }
 
-/* Remove a directory tree made by test_tmpdir() (one level of files). */
+/* Remove a directory tree made by test_tmpdir(), subdirectories too (links are not followed). */
 static inline void test_rmtree(const char *dir)
 {
 	DIR *d = opendir(dir);

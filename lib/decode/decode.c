@@ -471,8 +471,9 @@ static int page_room(struct decoder *d, struct cursor *c, size_t len)
 
 /*
  * Copy the next well-formed page of the current payload into the page
- * buffer and load it into kbuffer. Returns 1, or 0 when the payload has no
- * more pages.
+ * buffer and load it into kbuffer; malformed pages are reported and
+ * skipped. Returns 1, 0 when the payload has no more pages, or -ENOMEM
+ * when the page buffer cannot grow.
  */
 static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_segment *s)
 {
