@@ -11,6 +11,7 @@
  * every cursor has left the older one, which is then closed and its
  * problems reported.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -128,6 +129,8 @@ int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
 {
 	struct decoder *d;
 
+	assert(ret);
+
 	if (n == 0)
 		return -EINVAL;
 	d = calloc(1, sizeof(*d));
@@ -149,6 +152,8 @@ int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
 
 int decoder_set_filter(struct decoder *d, const struct decoder_filter *f)
 {
+	assert(d);
+
 	if (!f || f->cpu < -1 || f->since > f->until || f->wall_since > f->wall_until)
 		return -EINVAL;
 	d->filter = *f;
@@ -157,8 +162,10 @@ int decoder_set_filter(struct decoder *d, const struct decoder_filter *f)
 
 uint64_t decoder_frames_read(const struct decoder *d)
 {
-	uint64_t n = d->frames_read;
+	uint64_t n;
 
+	assert(d);
+	n = d->frames_read;
 	for (size_t k = d->cur; k < d->nr_segs; k++)
 		n += decoder_segment_frames_read(d->segs[k].s);
 	return n;
@@ -166,26 +173,31 @@ uint64_t decoder_frames_read(const struct decoder *d)
 
 void decoder_set_lookahead_limit(struct decoder *d, size_t bytes)
 {
+	assert(d);
 	d->lookahead = MIN(bytes, DEFAULT_LOOKAHEAD);
 }
 
 const char *decoder_error(const struct decoder *d)
 {
+	assert(d);
 	return d->error;
 }
 
 uint64_t decoder_lost_events(const struct decoder *d, unsigned int cpu)
 {
+	assert(d);
 	return cpu < d->nr_cursors && d->cursors[cpu] ? d->cursors[cpu]->lost_total : 0;
 }
 
 uint64_t decoder_bad_pages(const struct decoder *d)
 {
+	assert(d);
 	return d->bad_pages;
 }
 
 uint64_t decoder_bad_events(const struct decoder *d)
 {
+	assert(d);
 	return d->bad_events;
 }
 
@@ -202,6 +214,9 @@ static void add_stats(struct stacktab_stats *to, const struct stacktab *t)
 
 void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret)
 {
+	assert(d);
+	assert(ret);
+
 	*ret = d->stats;
 	/* a stack lost in a reset pause would have been a kernel stack id */
 	ret->unresolved[STACKTAB_KERNEL_ID] += d->missing;
@@ -741,6 +756,9 @@ static void fill_missing(struct decoder *d, struct cursor *c, struct decoded_eve
 int decoder_next(struct decoder *d, struct decoded_event *ev)
 {
 	int r;
+
+	assert(d);
+	assert(ev);
 
 	d->error = mfree(d->error);
 	if (d->last) {

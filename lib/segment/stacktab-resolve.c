@@ -8,6 +8,7 @@
  * with the reason. Used by the decoder and by the daemon's count of a
  * segment's unresolved stacks, so it lives with the format.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -223,6 +224,8 @@ static int add_entry(const struct stack_entry *e, void *userdata)
 
 int stacktab_add_stacks(struct stacktab *t, const void *payload, size_t len)
 {
+	assert(t);
+	assert(payload || len == 0);
 	return stacktab_decode(payload, len, add_entry, t);
 }
 
@@ -271,10 +274,13 @@ static bool same_generation(const struct segment_generation *a, const struct seg
 
 int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segment_generation *g)
 {
-	struct gen_record rec = { .cpu = cpu, .g = *g };
+	struct gen_record rec;
 	struct cpu_state *c = NULL;
 	int r;
 
+	assert(t);
+	assert(g);
+	rec = (struct gen_record){ .cpu = cpu, .g = *g };
 	/* The daemon may write a window again (when a reset happens, and with the segment's tables). */
 	if (cpu == SEGMENT_NO_CPU)
 		for (size_t i = 0; i < t->nr_windows; i++)
@@ -307,6 +313,8 @@ int stacktab_cpu_boundary(struct stacktab *t, uint32_t cpu, uint32_t generation)
 {
 	struct cpu_state *c;
 	int r;
+
+	assert(t);
 
 	r = cpu_state(t, cpu, &c);
 	if (r < 0)
@@ -458,6 +466,9 @@ static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
 int stacktab_resolve(struct stacktab *t, uint32_t cpu, uint64_t ts, enum stacktab_kind kind,
 		     uint32_t id, const struct stack_entry **ret_entry, const char **ret_reason)
 {
+	assert(t);
+	assert(kind < STACKTAB_KIND_MAX);
+
 	if (kind == STACKTAB_DAEMON_REF)
 		return resolve_in(t, kind, 0, id, ret_entry, ret_reason);
 
@@ -473,11 +484,14 @@ int stacktab_resolve(struct stacktab *t, uint32_t cpu, uint64_t ts, enum stackta
 
 void stacktab_get_stats(const struct stacktab *t, struct stacktab_stats *ret)
 {
+	assert(t);
+	assert(ret);
 	*ret = t->stats;
 }
 
 size_t stacktab_size(const struct stacktab *t)
 {
+	assert(t);
 	return t->nr_entries;
 }
 
@@ -497,6 +511,9 @@ int stacktab_foreach(const struct stacktab *t,
 	_cleanup_free_ const struct tab_entry **all = NULL;
 	size_t n = 0;
 	int r;
+
+	assert(t);
+	assert(cb);
 
 	if (!t->nr_entries)
 		return 0;
@@ -521,6 +538,9 @@ int stacktab_foreach_generation(const struct stacktab *t,
 				void *userdata)
 {
 	int r;
+
+	assert(t);
+	assert(cb);
 
 	for (size_t i = 0; i < t->nr_gens; i++) {
 		r = cb(t->gens[i].cpu, &t->gens[i].g, userdata);

@@ -4,6 +4,8 @@
  * length checked, and the comparison of two entries' frames. The table
  * that resolves references by generation is stacktab-resolve.c.
  */
+#include <assert.h>
+
 #include "stacktab.h"
 #include "util.h"
 
@@ -14,6 +16,9 @@ int stacktab_encode(struct buf *b, const struct stack_entry *e)
 {
 	size_t need = ENTRY_HDR_SIZE;
 	int r;
+
+	assert(b);
+	assert(e);
 
 	if (e->flags & ~KNOWN_FLAGS)
 		return -EINVAL;
@@ -59,6 +64,9 @@ int stacktab_decode(const void *payload, size_t len,
 	size_t ips_cap = 0, text_cap = 0;
 	const uint8_t *p = payload, *end = p + len;
 	int r;
+
+	assert(payload || len == 0);
+	assert(cb);
 
 	while (p < end) {
 		struct stack_entry e = {};
@@ -121,6 +129,9 @@ int stacktab_decode(const void *payload, size_t len,
 int stacktab_frames_equal(const struct stack_entry *a, const struct stack_entry *b)
 {
 	const uint16_t mask = SEGMENT_STACK_F_ABSENT | SEGMENT_STACK_F_TEXT;
+
+	assert(a);
+	assert(b);
 
 	if ((a->flags & mask) != (b->flags & mask) || a->nr != b->nr)
 		return 0;

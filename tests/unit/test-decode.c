@@ -909,6 +909,8 @@ static void test_open_errors(void)
 	int fd;
 
 	CHECK(decoder_open(NULL, 0, &d) == -EINVAL);
+	CHECK_ABORTS(decoder_next(NULL, &ev));
+	CHECK_ABORTS(decoder_segment_load("x.smseg", NULL, NULL));
 	CHECK(strprintf(&junk, "%s/junk.smseg", dir) == 0);
 	fd = open(junk, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	CHECK(fd >= 0 && write(fd, "not a segment at all, not at all", 32) == 32);

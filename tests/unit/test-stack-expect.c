@@ -215,9 +215,21 @@ static void test_counts_agree(void)
 	}
 }
 
+/* Our own bugs stop at the entry point that names them. */
+static void test_misuse(void)
+{
+	struct stack_expect_types t;
+
+	CHECK_ABORTS(stack_expect_types_has(NULL, TICK));
+	CHECK_ABORTS(stack_expect_boundary(NULL));
+	CHECK_ABORTS(stack_expect_types_load(&t, NULL, 1));
+	CHECK_ABORTS(stack_expect_config(NULL, NULL));
+}
+
 int main(void)
 {
 	dir = test_tmpdir();
+	test_misuse();
 	test_types();
 	test_counts_agree();
 	test_rmtree(dir);
