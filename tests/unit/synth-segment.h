@@ -13,6 +13,7 @@
 #include "page-walk.h"
 #include "segment.h"
 #include "stacktab.h"
+#include "transcode.h"
 #include "util.h"
 
 #define SYNTH_PAGE 4096
@@ -42,9 +43,12 @@ static const char tock_format[] =
 	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"n=%d\", REC->n\n";
 
-/* A segment <dir>/<name> with META (plus extra_meta lines), header_page and the test formats. */
-static inline struct segment_writer *seg_open(const char *dir, const char *name,
-					      const char *extra_meta)
+/*
+ * A segment <dir>/<name> with META of the given format version (plus
+ * extra_meta lines), header_page and the test data's event formats.
+ */
+static inline struct segment_writer *seg_open_version(const char *dir, const char *name,
+						      unsigned version, const char *extra_meta)
 {
 	struct segment_writer *w;
 	struct buf m = {};
@@ -52,9 +56,9 @@ static inline struct segment_writer *seg_open(const char *dir, const char *name,
 	char *f;
 
 	CHECK(segment_writer_open(dir, name, &w) == 0);
-	CHECK(buf_printf(&m, "format_version=1\nproducer=test\npage_size=4096\nlong_size=8\n"
+	CHECK(buf_printf(&m, "format_version=%u\nproducer=test\npage_size=4096\nlong_size=8\n"
 			     "byte_order=little\nclock=local\nnr_cpus=2\nkernel_stack_event_id=4\n"
-			     "%s", extra_meta ? extra_meta : "") == 0);
+			     "%s", version, extra_meta ? extra_meta : "") == 0);
 	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, m.data, m.len, 0, NULL) ==
 	      0);
 	buf_done(&m);
@@ -67,6 +71,24 @@ static inline struct segment_writer *seg_open(const char *dir, const char *name,
 		free(f);
 	}
 	return w;
+}
+
+/* The same, format version 1. */
+static inline struct segment_writer *seg_open(const char *dir, const char *name,
+					      const char *extra_meta)
+{
+	return seg_open_version(dir, name, 1, extra_meta);
+}
+
+/* The formats of the synthetic events: stack_id, tick and tock. */
+static inline void add_synth_formats(struct segment_writer *w)
+{
+	CHECK(segment_writer_append_file(w, "events/ftrace/stack_id/format", stack_id_format,
+					 strlen(stack_id_format), 0) == 0);
+	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
+					 strlen(tick_format), 0) == 0);
+	CHECK(segment_writer_append_file(w, "events/test/tock/format", tock_format,
+					 strlen(tock_format), 0) == 0);
 }
 
 /* Finish w; returns its path (caller frees). */
@@ -140,6 +162,19 @@ static inline void add_entries(struct segment_writer *w, unsigned cpu,
 	}
 	put_le64(pg + 8, off - 16);
 	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, cpu, pg, off, 0, NULL) == 0);
+}
+
+/* The page layout the daemon would have for these segments (for its count of unresolved stacks). */
+static inline void synth_layout(struct page_layout *ret)
+{
+	_cleanup_free_ char *hp = test_page_data("header_page", NULL);
+
+	CHECK(page_layout_parse(hp, ret) == 0);
+	ret->page_size = SYNTH_PAGE;
+	ret->kernel_stack_id = 4;
+	ret->stack_id_id = 20;
+	ret->print_id = 5;
+	ret->stack_ref_id = -1;
 }
 
 #define ENTRIES(...) (const struct synth_entry[]){ __VA_ARGS__ }, \

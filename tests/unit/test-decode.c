@@ -671,12 +671,7 @@ static char *lost_stack_segment(void)
 	char *path;
 
 	w = seg_open(dir, "00000010-l", "stack_id_event_id=20\nstack_mode=stackmap\n");
-	CHECK(segment_writer_append_file(w, "events/ftrace/stack_id/format", stack_id_format,
-					 strlen(stack_id_format), 0) == 0);
-	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
-					 strlen(tick_format), 0) == 0);
-	CHECK(segment_writer_append_file(w, "events/test/tock/format", tock_format,
-					 strlen(tock_format), 0) == 0);
+	add_synth_formats(w);
 	CHECK(segment_writer_append_file(w, "config", conf, strlen(conf), 0) == 0);
 	/* CPU 0: tick 20 loses its stack in the pause before boundary 2 */
 	add_entries(w, 0, ENTRIES({ 30, 10 }, { 20, 11 }, { 30, 20 }));
@@ -744,7 +739,7 @@ static void test_lost_before_time_extend(void)
 
 static void test_lost_stacks(void)
 {
-	_cleanup_free_ char *path = lost_stack_segment(), *hp = NULL;
+	_cleanup_free_ char *path = lost_stack_segment();
 	static const char *const lost = "no stack: tracing was paused for a stack map reset "
 					"before it was written";
 	const struct {
@@ -812,13 +807,7 @@ static void test_lost_stacks(void)
 	decoder_free(d);
 
 	/* the daemon's count for the index and status says the same */
-	hp = test_page_data("header_page", NULL);
-	CHECK(page_layout_parse(hp, &layout) == 0);
-	layout.page_size = PAGE;
-	layout.kernel_stack_id = 4;
-	layout.stack_id_id = 20;
-	layout.print_id = 5;
-	layout.stack_ref_id = -1;
+	synth_layout(&layout);
 	CHECK(stack_audit_unresolved(path, &layout, &audited, &unresolved) == 0);
 	CHECK_MSG(audited == 8 && unresolved == 3, "%lu of %lu", (unsigned long)unresolved,
 		  (unsigned long)audited);

@@ -125,12 +125,7 @@ static char *case_segment(const struct seg_case *c, size_t k)
 	w = seg_open(dir, name, c->config == full_stacks ?
 			 "stack_id_event_id=20\nstack_mode=full\n" :
 			 "stack_id_event_id=20\nstack_mode=stackmap\n");
-	CHECK(segment_writer_append_file(w, "events/ftrace/stack_id/format", stack_id_format,
-					 strlen(stack_id_format), 0) == 0);
-	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
-					 strlen(tick_format), 0) == 0);
-	CHECK(segment_writer_append_file(w, "events/test/tock/format", tock_format,
-					 strlen(tock_format), 0) == 0);
+	add_synth_formats(w);
 	if (c->config)
 		CHECK(segment_writer_append_file(w, "config", c->config, strlen(c->config), 0) ==
 		      0);
@@ -169,16 +164,9 @@ static char *case_segment(const struct seg_case *c, size_t k)
 
 static void test_counts_agree(void)
 {
-	_cleanup_free_ char *hp = test_page_data("header_page", NULL);
 	struct page_layout layout;
 
-	CHECK(page_layout_parse(hp, &layout) == 0);
-	layout.page_size = SYNTH_PAGE;
-	layout.kernel_stack_id = 4;
-	layout.stack_id_id = 20;
-	layout.print_id = 5;
-	layout.stack_ref_id = -1;
-
+	synth_layout(&layout);
 	for (size_t k = 0; k < ARRAY_SIZE(seg_cases); k++) {
 		const struct seg_case *c = &seg_cases[k];
 		_cleanup_free_ char *path = case_segment(c, k);
