@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "stack-expect.h"
 #include "tracing-internal.h"
 #include "util.h"
 
@@ -36,11 +37,6 @@ static bool option_is_on(const struct tracing *t, const char *name)
 	if (tracing_pathf(path, "%s/options/%s", t->instance_dir, name) < 0)
 		return false;
 	return tracing_read_value(path, &cur) >= 0 && streq(cur, "1");
-}
-
-static bool event_wants_stack(const struct config *c, const struct config_event *ev)
-{
-	return c->stacktrace_all || ev->stacktrace;
 }
 
 /*
@@ -86,7 +82,7 @@ static int setup_options(struct tracing *t, bool *ret_option_stacks)
 		return r;
 	if (tracing_exists(path)) {
 		for (unsigned i = 0; i < c->nr_events; i++)
-			if (!event_wants_stack(c, &c->events[i]))
+			if (!stack_expect_config(c, &c->events[i]))
 				all_want = false;
 		if (c->stacktrace_all) {
 			r = tracing_set_value(t, path, "1");
@@ -287,7 +283,7 @@ int tracing_setup_events(struct tracing *t)
 	for (unsigned i = 0; i < c->nr_events; i++) {
 		const struct config_event *ev = &c->events[i];
 
-		r = setup_event(t, ev, !option_stacks && event_wants_stack(c, ev));
+		r = setup_event(t, ev, !option_stacks && stack_expect_config(c, ev));
 		if (r < 0)
 			goto fail;
 	}

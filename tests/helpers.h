@@ -8,10 +8,12 @@
 #define STACKMAPD_TEST_HELPERS_H
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -42,6 +44,27 @@ static char tests_skipped[256];	/* what part of the test did not run, and why */
 		}                                                                    \
 	} while (0)
 
+/*
+ * A misuse that is our own bug (NULL where a pointer is required, a state
+ * or size the caller guarantees) stops at an assert(): stmt runs in a
+ * child process, which must end with SIGABRT. Its assert message is not
+ * shown.
+ */
+#define CHECK_ABORTS(stmt)                                                           \
+	do {                                                                         \
+		pid_t pid_ = fork();                                                 \
+		int status_ = 0;                                                     \
+									     \
+		if (pid_ == 0) {                                                     \
+			(void)!freopen("/dev/null", "w", stderr);                    \
+			stmt;                                                        \
+			_exit(0);                                                    \
+		}                                                                    \
+		CHECK_MSG(pid_ > 0 && waitpid(pid_, &status_, 0) == pid_ &&          \
+			  WIFSIGNALED(status_) && WTERMSIG(status_) == SIGABRT,      \
+			  "%s did not stop at an assertion", #stmt);                  \
+	} while (0)
+
 /* Deterministic pseudo-random numbers (xorshift64), the same sequence in every run. */
 static inline uint64_t test_random(void)
 {
@@ -66,7 +89,7 @@ static inline char *test_tmpdir(void)
 	return strdup(d);
 }
 
-/* Remove a directory tree made by test_tmpdir() (one level of files). */
+/* Remove a directory tree made by test_tmpdir(), subdirectories too (links are not followed). */
 static inline void test_rmtree(const char *dir)
 {
 	DIR *d = opendir(dir);

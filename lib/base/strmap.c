@@ -4,6 +4,7 @@
  * open-addressing hash of indexes (multiply-xorshift by words, linear
  * probing) kept at most half full.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,10 @@ int strmap_intern(struct strmap *m, const char *s, size_t len, size_t *ret_idx)
 	char *copy;
 	int r;
 
+	assert(m);
+	assert(s || len == 0);
+	assert(ret_idx);
+
 	if ((m->nr + 1) * 2 > m->nr_slots) {
 		r = grow(m);
 		if (r < 0)
@@ -124,11 +129,14 @@ int strmap_intern(struct strmap *m, const char *s, size_t len, size_t *ret_idx)
 
 size_t strmap_size(const struct strmap *m)
 {
+	assert(m);
 	return m->nr;
 }
 
 const char *strmap_get(const struct strmap *m, size_t idx, size_t *ret_len)
 {
+	assert(m);
+
 	if (ret_len)
 		*ret_len = m->items[idx].len;
 	return m->items[idx].s;
@@ -136,5 +144,6 @@ const char *strmap_get(const struct strmap *m, size_t idx, size_t *ret_len)
 
 uint64_t *strmap_counter(struct strmap *m, size_t idx)
 {
+	assert(m);
 	return &m->items[idx].counter;
 }

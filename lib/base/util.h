@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Small helpers shared by the daemon, the client and the tests: cleanup
- * attributes, ownership transfer, time, and checked string formatting.
+ * attributes, ownership transfer, time, and checked string formatting;
+ * and the rule that assert() is never compiled out.
  */
 #ifndef STACKMAPD_UTIL_H
 #define STACKMAPD_UTIL_H
@@ -17,6 +18,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/*
+ * assert() checks our own bugs at the entry points of lib/ (a NULL where
+ * a pointer is required, a size or state the caller guarantees): it stays
+ * on in every build, or a wrong caller fails later somewhere else.
+ */
+#ifdef NDEBUG
+#error "stackmapd is built with assert() on: do not define NDEBUG"
+#endif
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))

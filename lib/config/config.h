@@ -132,15 +132,6 @@ int config_load(struct config *c, const char *path, char **ret_error);
 int config_load_string(struct config *c, const char *name, const char *text, char **ret_error);
 
 /*
- * For a config text (the one a segment stores), call fn with the system
- * and name of each event it records with a kernel stack. Returns 0, or
- * -errno when the text does not load (then fn is never called).
- */
-int config_stack_events(const char *text,
-			void (*fn)(const char *system, const char *name, void *userdata),
-			void *userdata);
-
-/*
  * The line "section.name" (e.g. "trace.clock") was set on in the file c
  * was loaded from; 0 if it was not (a default) or the key is unknown.
  * Filters have their own line (config_event.filter_line).

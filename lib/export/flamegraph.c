@@ -8,6 +8,7 @@
  * embedded script zooms and searches by rewriting the rect and text
  * geometry from those, so the SVG needs nothing but itself.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -179,6 +180,7 @@ int flamegraph_add_sample(struct flamegraph *fg, const struct sample *s, bool be
 
 uint64_t flamegraph_total(const struct flamegraph *fg, bool before)
 {
+	assert(fg);
 	return before ? fg->root.before : fg->root.value;
 }
 
@@ -358,6 +360,9 @@ int flamegraph_write(const struct flamegraph *fg, FILE *f, const struct flamegra
 	static const struct flamegraph_options defaults = {};
 	unsigned int width;
 	struct layout l;
+
+	assert(fg);
+	assert(f);
 
 	if (!o)
 		o = &defaults;
