@@ -124,6 +124,12 @@ void recorder_drain_all(struct recorder *rec);
  */
 int recorder_open_readers(struct recorder *rec);
 
+/*
+ * Open (not start) a reader for each online CPU into the tables
+ * recorder_open_readers() allocated, which hold none. Returns 0 or -errno.
+ */
+int recorder_open_online_readers(struct recorder *rec);
+
 /* Open (not start) a reader for cpu as readers[nr_readers++]. Returns 0 or -errno; logs. */
 int recorder_open_reader(struct recorder *rec, int cpu);
 

@@ -54,7 +54,12 @@ int recorder_open_readers(struct recorder *rec)
 	rec->cpu_status = calloc(rec->nr_cpus, sizeof(*rec->cpu_status));
 	if (!rec->readers || !rec->kstats_base || !rec->rate_events || !rec->cpu_status)
 		return -ENOMEM;
-	for (int cpu = 0; cpu < n; cpu++) {
+	return recorder_open_online_readers(rec);
+}
+
+int recorder_open_online_readers(struct recorder *rec)
+{
+	for (int cpu = 0; cpu < (int)rec->nr_cpus; cpu++) {
 		int r;
 
 		/* one that comes online later is added by the health check */

@@ -265,6 +265,37 @@ static int keep_buffered(struct recorder *rec)
 	return 0;
 }
 
+/*
+ * After a boot capture was saved: the configured sub-buffer size, with a
+ * segment of its own (a segment's head names its page size) and readers
+ * that read pages of that size. Logs.
+ */
+static int switch_subbuf(struct recorder *rec)
+{
+	int r;
+
+	if (!tracing_subbuf_pending(rec->tracing))
+		return 0;
+	if (archive_is_open(rec->archive)) {
+		r = archive_rotate(rec->archive, true, NULL);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot finish the segment of drained events");
+	}
+	for (unsigned i = 0; i < rec->nr_readers; i++)
+		rec->readers[i] = cpu_reader_free(rec->readers[i]);
+	rec->nr_readers = 0;
+	r = tracing_setup_subbuf(rec->tracing);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot set the ring buffer's sub-buffer size");
+	r = recorder_setup_layout(rec);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot read the ring-buffer page format");
+	r = recorder_open_online_readers(rec);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot open the readers");
+	return 0;
+}
+
 int recorder_start(struct recorder *rec, sd_event *e,
 		   void (*on_segment)(void *userdata, const char *path), void *userdata)
 {
@@ -282,6 +313,18 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	rec->event = sd_event_ref(e);
 	rec->on_segment = on_segment;
 	rec->userdata = userdata;
+	/*
+	 * The sub-buffer size first, so that the page layout and the readers
+	 * have it; a buffer holding a boot capture is kept at its size until
+	 * its events are saved (switch_subbuf()).
+	 */
+	if (recorder_flight(rec) || !tracing_buffer_has_data(rec->tracing)) {
+		r = tracing_setup_subbuf(rec->tracing);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "cannot set the ring buffer's sub-buffer size");
+			goto fail;
+		}
+	}
 	r = load_kernel_facts(rec);
 	if (r < 0)
 		goto fail;
@@ -308,6 +351,9 @@ int recorder_start(struct recorder *rec, sd_event *e,
 			goto fail;
 		}
 		r = keep_buffered(rec);
+		if (r < 0)
+			goto fail;
+		r = switch_subbuf(rec);
 		if (r < 0)
 			goto fail;
 	}

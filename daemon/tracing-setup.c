@@ -397,6 +397,45 @@ static int setup_clock(struct tracing *t, const char *want)
 	return tracing_change(t, path, want, cur, true);
 }
 
+/* The configured sub-buffer size in KiB, or 0 when it stays as it is. */
+static uint64_t subbuf_wanted(struct tracing *t)
+{
+	uint64_t want = t->config->subbuf_size_kb;
+	int have;
+
+	if (!want)
+		return 0;
+	have = tracing_page_size(t);
+	return have > 0 && (uint64_t)have == want * 1024 ? 0 : want;
+}
+
+bool tracing_subbuf_pending(struct tracing *t)
+{
+	return subbuf_wanted(t) != 0;
+}
+
+int tracing_setup_subbuf(struct tracing *t)
+{
+	_cleanup_free_ char *cur = NULL;
+	char path[PATH_MAX], value[32];
+	uint64_t want = subbuf_wanted(t);
+	int r;
+
+	if (!want)
+		return 0;
+	r = tracing_pathf(path, "%s/buffer_subbuf_size_kb", t->instance_dir);
+	if (r < 0)
+		return r;
+	r = tracing_read_value(path, &cur);
+	if (r == -ENOENT)
+		return -EOPNOTSUPP;
+	if (r < 0)
+		return r;
+	(void)snprintf(value, sizeof(value), "%" PRIu64, want);
+	r = tracing_change(t, path, value, cur, true);
+	return r < 0 ? r : 1;
+}
+
 int tracing_setup_buffer(struct tracing *t)
 {
 	const struct config *c = t->config;

@@ -66,6 +66,7 @@ struct config {
 	unsigned nr_events;
 	bool stacktrace_all;		/* stacktrace = all */
 	uint64_t buffer_size_kb;	/* per CPU; 0 = leave as is */
+	uint64_t subbuf_size_kb;	/* ring-buffer sub-buffer (page); 0 = leave as is */
 	char *clock;			/* trace clock; NULL = leave as is */
 	enum config_stackmap stackmap;
 	bool keep_tracing;		/* leave tracing running on exit */
