@@ -158,8 +158,10 @@ static void begin_generation(struct generations *g)
 		if (!g->begin_ts)
 			g->begin_ts = UINT64_MAX - 1;
 	}
-	r = stackmap_begin_generation(g->sm, g->kind, g->kind == SEGMENT_GEN_RESET_EXTERNAL ? 0 : g->end_ts,
-				      g->begin_ts, &ng);
+	/* the window spans both markers, also when CPUs' clocks put them the other way round */
+	r = stackmap_begin_generation(g->sm, g->kind,
+				      g->kind == SEGMENT_GEN_RESET_EXTERNAL ? 0 : MIN(g->end_ts, g->begin_ts),
+				      MAX(g->end_ts, g->begin_ts), &ng);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot begin stack-map generation %u", g->gen_before + 1);
 		finish(g, r);

@@ -212,6 +212,11 @@ int stackmap_write_reset(struct stackmap *sm);
  * EXTERNAL, begin_ts 0 means "from the marker of the last snapshot that
  * still matched the old generation", which the module knows. A pending
  * external reset turns any kind into EXTERNAL with that wider window.
+ * end_ts at or above SEGMENT_WINDOW_UNKNOWN: the marker after the reset was
+ * not read back (the window stays open, and nothing later is dated from
+ * it). The window written never ends before it begins: when the earliest
+ * known moment of an external reset lies after end_ts, it opens where the
+ * current generation's window does.
  * Takes the new generation's first snapshot (a failure there is counted,
  * not returned: the generation exists anyway). *ret_gen (may be NULL)
  * gets its GENERATION payload. Returns 0, -EPERM out of sequence,
