@@ -573,6 +573,11 @@ int stackmap_snapshot_final(struct stackmap *sm)
 	return r;
 }
 
+bool stackmap_rereads_before_reset(const struct stackmap *sm)
+{
+	return sm->have_bin;
+}
+
 int stackmap_write_reset(struct stackmap *sm)
 {
 	uint64_t t0, t1;

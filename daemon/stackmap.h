@@ -202,6 +202,14 @@ int stackmap_snapshot_final(struct stackmap *sm);
 int stackmap_write_reset(struct stackmap *sm);
 
 /*
+ * Whether stackmap_write_reset() reads the map once more before it
+ * writes the reset (the binary export is there): then every id of an
+ * event written before that look is in the old generation, and the
+ * marker that opens the reset window may follow the final snapshot.
+ */
+bool stackmap_rereads_before_reset(const struct stackmap *sm);
+
+/*
  * Reset, step 3 (also after STACKMAP_SNAP_EXTERNAL): open the next
  * generation. kind: SEGMENT_GEN_RESET_LOSSLESS, _STRICT or _EXTERNAL.
  * begin_ts / end_ts: raw trace-clock timestamps of the marker written
