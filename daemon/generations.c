@@ -76,6 +76,16 @@ int generations_new(const struct generations_params *p, struct generations **ret
 	r = stackmap_new(tracing_dir(p->tracing), p->cfg, &g->sm);
 	if (r < 0)
 		goto fail;
+	/* on disk before it changes: a run that crashes leaves it for the next to put back */
+	{
+		_cleanup_free_ char *path = NULL;
+
+		r = strprintf(&path, "%s/options/stackmap", tracing_dir(p->tracing));
+		if (r >= 0 && access(path, F_OK) == 0)
+			r = tracing_remember(p->tracing, path);
+		if (r < 0)
+			goto fail;
+	}
 	r = stackmap_enable(g->sm);
 	if (r < 0)
 		goto fail;
