@@ -234,7 +234,7 @@ static int parse(char *text, char **ret_instance, struct saved_entry *v, size_t 
 			return -EBADMSG;
 		*f3++ = '\0';
 		if (unescape(f2) < 0 || unescape(f3) < 0 || !*f2 || f2[0] == '/' ||
-		    strstr(f2, "..") || strchr(f3, '\n'))
+		    strstr(f2, "..") || strchr(f2, '\n'))
 			return -EBADMSG;
 		v[n++] = (struct saved_entry){ .truncate = streq(f1, "set"), .rel = f2, .value = f3 };
 	}
@@ -286,10 +286,18 @@ int tracing_saved_load(struct tracing *t)
 			   "cleanly ('%s', %d values): it is put back at stop", path, n);
 		return 0;
 	}
-	/* another instance's (or one made afresh): put it back now, newest first */
+	/*
+	 * Another instance's (or ours, made afresh: what was saved inside it
+	 * went with the old one): put it back now, newest first.
+	 */
 	for (int i = n - 1; i >= 0; i--) {
 		char full[PATH_MAX];
 
+		if (t->created && streq(instance, t->name) && *t->name &&
+		    startswith(v[i].rel, "instances/") &&
+		    startswith(v[i].rel + strlen("instances/"), t->name) &&
+		    v[i].rel[strlen("instances/") + strlen(t->name)] == '/')
+			continue;
 		r = tracing_pathf(full, "%s/%s", t->dir, v[i].rel);
 		if (r >= 0 && tracing_exists(full))
 			r = tracing_write_value(full, v[i].value, v[i].truncate);

@@ -214,6 +214,16 @@ static void test_damaged(void)
 	CHECK(exists(dir, "run/control.tracefs.damaged"));
 	tracing_free(t);
 	expect_original(dir);
+
+	/* escaped values of an instance that is not ours: put back at once, as they were */
+	put(dir, "run/control.tracefs",
+	    "stackmapd-tracefs-state 1\ninstance\tgone\nset\toptions/record-cmd\ta\\nb\\x09c\\\\\n"
+	    "set\tinstances/gone/tracing_on\t0\n");
+	t = NULL;
+	CHECK(tracing_open(dir, &f.c, &t) == 0);
+	CHECK(!exists(dir, "run/control.tracefs"));
+	EXPECT_FILE(dir, "options/record-cmd", "a\nb\tc\\");
+	tracing_free(t);
 	test_rmtree(dir);
 }
 
