@@ -12,6 +12,8 @@
 #include "util.h"
 
 #define LIST_BUDGET (900u << 10)	/* stay well below the 1 MiB reply limit */
+/* the recorder's -ESRCH */
+#define READER_LOST "a CPU reader stopped, not every CPU is recorded (see status)"
 
 static const char *state_name(enum recorder_state s)
 {
@@ -123,6 +125,10 @@ static void reply_path(void *userdata, int r, const char *path)
 	struct ctl_request *req = userdata;
 	struct json_writer w;
 
+	if (r == -ESRCH) {
+		(void)ctl_reply_error(req, r, "%s failed: %s", ctl_request_command(req), READER_LOST);
+		return;
+	}
 	if (r < 0) {
 		(void)ctl_reply_error(req, r, "%s failed: %s", ctl_request_command(req), strerror(-r));
 		return;
@@ -149,7 +155,8 @@ static void reply_reset(void *userdata, int r, const char *path)
 	struct json_writer w;
 
 	if (r < 0) {
-		(void)ctl_reply_error(rr->req, r, "reset failed: %s", strerror(-r));
+		(void)ctl_reply_error(rr->req, r, "reset failed: %s",
+				      r == -ESRCH ? READER_LOST : strerror(-r));
 		free(rr);
 		return;
 	}
@@ -256,8 +263,12 @@ int commands_request(void *userdata, struct ctl_request *req, const char *comman
 		return reply_list(c, req);
 	if (streq(command, "reload"))
 		return reply_reload(c, req);
-	if (streq(command, "snapshot") || streq(command, "rotate"))
-		return recorder_snapshot(c->rec, reply_path, req);
+	if (streq(command, "snapshot") || streq(command, "rotate")) {
+		r = recorder_snapshot(c->rec, reply_path, req);
+		if (r == -ESRCH)
+			return ctl_reply_error(req, r, "%s: %s", command, READER_LOST);
+		return r;
+	}
 	if (streq(command, "reset")) {
 		struct reset_reply *rr = calloc(1, sizeof(*rr));
 
@@ -274,6 +285,8 @@ int commands_request(void *userdata, struct ctl_request *req, const char *comman
 		if (r == -EOPNOTSUPP)
 			return ctl_reply_error(req, r, "reset: this recording stores full stacks, it has "
 					       "no kernel stack map");
+		if (r == -ESRCH)
+			return ctl_reply_error(req, r, "reset: %s", READER_LOST);
 		return r;
 	}
 	return -EOPNOTSUPP;

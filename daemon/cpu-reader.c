@@ -55,6 +55,10 @@ struct cpu_reader {
 
 	atomic_bool stop;
 	atomic_bool dead;		/* the thread ended by itself */
+	bool joined;			/* main: the thread was found ended and joined */
+#ifdef CPU_READER_FAULTS
+	char *fault_exit_path;		/* tests: end the thread at a flush once this exists */
+#endif
 	atomic_uint_fast64_t st_read_errors;
 	struct log_ratelimit read_rl;
 	int tid;			/* the thread's id, set before it signals started */
@@ -79,6 +83,42 @@ static void signal_fd(int fd)
 	if (fd >= 0)
 		(void)!write(fd, &one, sizeof(one));
 }
+
+#ifdef CPU_READER_FAULTS
+/*
+ * Fault injection, compiled only into the test build of the daemon
+ * (tests/fault/stackmapd-faults): STACKMAPD_FAULT_READER_EXIT=CPU:PATH
+ * makes the reader of CPU end its thread at the first flush request after
+ * PATH exists, without flushing, marking itself or telling anyone: as a
+ * thread that dies unexpectedly would. Finding it is the main loop's job.
+ */
+static void fault_setup(struct cpu_reader *r)
+{
+	const char *e = getenv("STACKMAPD_FAULT_READER_EXIT");
+	char *end;
+	long cpu;
+
+	if (!e)
+		return;
+	cpu = strtol(e, &end, 10);
+	if (end != e && *end == ':' && cpu == r->p.cpu)
+		r->fault_exit_path = strdup(end + 1);
+}
+
+static bool fault_exit_due(const struct cpu_reader *r)
+{
+	return r->fault_exit_path && access(r->fault_exit_path, F_OK) == 0;
+}
+#else
+static void fault_setup(struct cpu_reader *r)
+{
+}
+
+static bool fault_exit_due(const struct cpu_reader *r)
+{
+	return false;
+}
+#endif
 
 /* The column encoder, with the layout of every recorded event (the stack_ref format included). */
 static int setup_columns(struct cpu_reader *r)
@@ -154,6 +194,7 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	if (rr < 0)
 		goto fail;
 	r->tc.stack_time_event = p->stack_time_event;
+	fault_setup(r);
 	*ret = r;
 	return 0;
 fail:
@@ -412,6 +453,8 @@ static void *reader_thread(void *arg)
 		if (atomic_load(&r->stop))
 			break;
 		if (atomic_load(&r->flush_requested) != atomic_load(&r->flush_done)) {
+			if (fault_exit_due(r))
+				return NULL;
 			do_flush(r);
 			idle_timeout = -1;
 			continue;
@@ -458,6 +501,16 @@ int cpu_reader_start(struct cpu_reader *r)
 
 bool cpu_reader_alive(struct cpu_reader *r)
 {
+	/*
+	 * A thread that ended without saying so (its flag is set only on the
+	 * errors it knows of) is found by joining it: only the main thread
+	 * calls this, and nothing else joins a running reader.
+	 */
+	if (r->running && !atomic_load(&r->stop) && !atomic_load(&r->dead) &&
+	    pthread_tryjoin_np(r->thread, NULL) == 0) {
+		r->joined = true;
+		atomic_store(&r->dead, true);
+	}
 	return !atomic_load(&r->dead);
 }
 
@@ -486,6 +539,8 @@ uint64_t cpu_reader_request_flush(struct cpu_reader *r, const struct segment_gen
 		r->boundary_token = token;
 	}
 	pthread_mutex_unlock(&r->req_lock);
+	if (atomic_load(&r->dead))
+		return token;		/* nobody reads it: cpu_reader_flushed() says so */
 	if (!r->running) {
 		do_flush(r);
 		return token;
@@ -496,7 +551,8 @@ uint64_t cpu_reader_request_flush(struct cpu_reader *r, const struct segment_gen
 
 bool cpu_reader_flushed(struct cpu_reader *r, uint64_t token)
 {
-	return atomic_load(&r->flush_done) >= token;
+	/* a reader whose thread ended owes no flush: a barrier must not wait for it */
+	return atomic_load(&r->flush_done) >= token || atomic_load(&r->dead);
 }
 
 size_t cpu_reader_take_markers(struct cpu_reader *r, struct page_marker *out, size_t max)
@@ -518,7 +574,8 @@ void cpu_reader_stop(struct cpu_reader *r)
 		return;
 	atomic_store(&r->stop, true);
 	signal_fd(r->wake_fd);
-	(void)pthread_join(r->thread, NULL);
+	if (!r->joined)
+		(void)pthread_join(r->thread, NULL);
 	r->running = false;
 }
 
@@ -564,6 +621,9 @@ struct cpu_reader *cpu_reader_free(struct cpu_reader *r)
 	pthread_mutex_destroy(&r->req_lock);
 	pthread_mutex_destroy(&r->start_lock);
 	pthread_cond_destroy(&r->started);
+#ifdef CPU_READER_FAULTS
+	free(r->fault_exit_path);
+#endif
 	free(r);
 	return NULL;
 }

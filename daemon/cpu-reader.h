@@ -72,7 +72,10 @@ int cpu_reader_drain(struct cpu_reader *r);
  */
 uint64_t cpu_reader_request_flush(struct cpu_reader *r, const struct segment_generation *boundary);
 
-/* True once the flush with this token (or a later one) has completed. */
+/*
+ * True once the flush with this token (or a later one) has completed, or
+ * once the thread has ended by itself (it owes no flush any more).
+ */
 bool cpu_reader_flushed(struct cpu_reader *r, uint64_t token);
 
 /* Move the markers seen so far into out (at most max). Returns how many. */
@@ -86,7 +89,8 @@ int cpu_reader_cpu(const struct cpu_reader *r);
 
 /*
  * False once the thread has ended by itself (an error it cannot go on
- * after): the CPU is no longer recorded. True before start and after stop.
+ * after, or ended without saying so: found by joining it): the CPU is no
+ * longer recorded. True before start and after stop. Main thread only.
  */
 bool cpu_reader_alive(struct cpu_reader *r);
 

@@ -92,8 +92,10 @@ static int client_arm_timer(struct ctl_client *cl)
 {
 	int r;
 
-	r = sd_event_source_set_time_relative(cl->timer, cl->state == CLIENT_READING
-							? CTL_IDLE_TIMEOUT_USEC : CTL_REPLY_TIMEOUT_USEC);
+	r = sd_event_source_set_time_relative(cl->timer,
+					      cl->state == CLIENT_READING ? CTL_IDLE_TIMEOUT_USEC :
+					      cl->state == CLIENT_PENDING ? CTL_HANDLER_TIMEOUT_USEC :
+					      CTL_REPLY_TIMEOUT_USEC);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(cl->timer, SD_EVENT_ONESHOT);
 	return r;
@@ -114,8 +116,7 @@ static void client_set_state(struct ctl_client *cl, enum client_state state)
 		cl->idle_since = now_usec(CLOCK_MONOTONIC);
 	r = sd_event_source_set_io_events(cl->io, events[state]);
 	if (r >= 0)
-		r = state == CLIENT_PENDING ? sd_event_source_set_enabled(cl->timer, SD_EVENT_OFF)
-					    : client_arm_timer(cl);
+		r = client_arm_timer(cl);
 	if (r < 0) {
 		log_errno(LOG_WARNING, r, "control: cannot watch client (pid %d), closing it",
 			  (int)cl->cred.pid);
@@ -412,6 +413,23 @@ static int on_client_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 		(void)snprintf(msg, sizeof(msg), "timeout: no request within %u s",
 			       (unsigned)(CTL_IDLE_TIMEOUT_USEC / USEC_PER_SEC));
 		client_queue_error(cl, -ETIMEDOUT, msg);
+	} else if (cl->state == CLIENT_PENDING) {
+		/* the handler waits on something that may never come: the client does not */
+		c->stats.handler_timeouts++;
+		(void)log_ratelimit_errno(&c->rl_reply, LOG_WARNING, -ETIMEDOUT,
+					  "control: '%s' from pid %d got no reply within %u s, answering "
+					  "with an error (%" PRIu64 " so far)",
+					  cl->req ? cl->req->cmd.command : "?", (int)cl->cred.pid,
+					  (unsigned)(CTL_HANDLER_TIMEOUT_USEC / USEC_PER_SEC),
+					  c->stats.handler_timeouts);
+		if (cl->req) {
+			/* the request stays the handler's; its reply is dropped */
+			cl->req->client = NULL;
+			cl->req = NULL;
+		}
+		(void)snprintf(msg, sizeof(msg), "timeout: no reply within %u s",
+			       (unsigned)(CTL_HANDLER_TIMEOUT_USEC / USEC_PER_SEC));
+		client_queue_error(cl, -ETIMEDOUT, msg);
 	} else {
 		c->stats.reply_timeouts++;
 		(void)log_ratelimit_errno(&c->rl_reply, LOG_NOTICE, -ETIMEDOUT,
@@ -479,6 +497,7 @@ void ctl_request_add_stats(const struct ctl_request *req, struct json_writer *w)
 	json_add_uint(w, "evicted", st.evicted);
 	json_add_uint(w, "idle_timeouts", st.idle_timeouts);
 	json_add_uint(w, "reply_timeouts", st.reply_timeouts);
+	json_add_uint(w, "handler_timeouts", st.handler_timeouts);
 	json_add_uint(w, "bad_requests", st.bad_requests);
 	json_object_close(w);
 }

@@ -15,7 +15,7 @@
 
 enum client_state {
 	CLIENT_READING,			/* waiting for a request; timer armed */
-	CLIENT_PENDING,			/* a handler owns the request; no timer */
+	CLIENT_PENDING,			/* a handler owns the request; timer armed */
 	CLIENT_WRITING,			/* a reply is queued; timer armed */
 };
 

@@ -11,7 +11,9 @@
  * Limits: CTL_CLIENTS_MAX connected clients (at the cap, the client idle
  * longest makes room for the new one; only when none is idle is the new
  * one refused), CTL_IDLE_TIMEOUT_USEC to send a request,
- * CTL_REPLY_TIMEOUT_USEC to read a reply, CTL_REQUEST_MAX bytes per
+ * CTL_REPLY_TIMEOUT_USEC to read a reply, CTL_HANDLER_TIMEOUT_USEC for
+ * the handler to reply (the client then gets an error, and the handler's
+ * late reply is dropped), CTL_REQUEST_MAX bytes per
  * request, CTL_REPLY_MAX bytes per reply and CTL_QUEUED_MAX bytes of
  * replies waiting for all clients together. Malformed requests get an
  * error reply and the connection is closed; nothing a client does blocks
@@ -37,6 +39,7 @@ struct ctl_request;
 #define CTL_CLIENTS_MAX 128
 #define CTL_IDLE_TIMEOUT_USEC (2 * USEC_PER_SEC)	/* to send a request */
 #define CTL_REPLY_TIMEOUT_USEC (5 * USEC_PER_SEC)	/* to read the whole reply */
+#define CTL_HANDLER_TIMEOUT_USEC (30 * USEC_PER_SEC)	/* for a handler to reply */
 #define CTL_QUEUED_MAX (16u << 20)			/* reply bytes waiting, all clients */
 
 /* Counters since the server started (status "control" object). */
@@ -48,6 +51,7 @@ struct ctl_stats {
 	uint64_t evicted;		/* idle clients closed to make room */
 	uint64_t idle_timeouts;		/* no request within CTL_IDLE_TIMEOUT_USEC */
 	uint64_t reply_timeouts;	/* reply not read within CTL_REPLY_TIMEOUT_USEC */
+	uint64_t handler_timeouts;	/* no reply within CTL_HANDLER_TIMEOUT_USEC: error sent */
 	uint64_t bad_requests;		/* malformed requests */
 };
 

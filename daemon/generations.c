@@ -76,6 +76,16 @@ int generations_new(const struct generations_params *p, struct generations **ret
 	r = stackmap_new(tracing_dir(p->tracing), p->cfg, &g->sm);
 	if (r < 0)
 		goto fail;
+	/* on disk before it changes: a run that crashes leaves it for the next to put back */
+	{
+		_cleanup_free_ char *path = NULL;
+
+		r = strprintf(&path, "%s/options/stackmap", tracing_dir(p->tracing));
+		if (r >= 0 && access(path, F_OK) == 0)
+			r = tracing_remember(p->tracing, path);
+		if (r < 0)
+			goto fail;
+	}
 	r = stackmap_enable(g->sm);
 	if (r < 0)
 		goto fail;
@@ -158,8 +168,10 @@ static void begin_generation(struct generations *g)
 		if (!g->begin_ts)
 			g->begin_ts = UINT64_MAX - 1;
 	}
-	r = stackmap_begin_generation(g->sm, g->kind, g->kind == SEGMENT_GEN_RESET_EXTERNAL ? 0 : g->end_ts,
-				      g->begin_ts, &ng);
+	/* the window spans both markers, also when CPUs' clocks put them the other way round */
+	r = stackmap_begin_generation(g->sm, g->kind,
+				      g->kind == SEGMENT_GEN_RESET_EXTERNAL ? 0 : MIN(g->end_ts, g->begin_ts),
+				      MAX(g->end_ts, g->begin_ts), &ng);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot begin stack-map generation %u", g->gen_before + 1);
 		finish(g, r);
@@ -277,7 +289,7 @@ static void strict_drained(struct generations *g)
 
 static int start_reset(struct generations *g, const char *why)
 {
-	bool strict = g->p.cfg->reset_mode == CONFIG_RESET_STRICT;
+	bool strict = g->p.cfg->reset_mode == CONFIG_RESET_STRICT, reread;
 	int r;
 
 	g->gen_before = stackmap_generation(g->sm);
@@ -286,10 +298,10 @@ static int start_reset(struct generations *g, const char *why)
 	g->reset_started_usec = now_usec(CLOCK_MONOTONIC);
 	log_debug("resetting the stack map (%s, %s)", why, strict ? "strict" : "lossless");
 
-	r = write_marker(g, g->end_marker, sizeof(g->end_marker), g->gen_before, "end");
-	if (r < 0)
-		return r;
 	if (strict) {
+		r = write_marker(g, g->end_marker, sizeof(g->end_marker), g->gen_before, "end");
+		if (r < 0)
+			return r;
 		g->kind = SEGMENT_GEN_RESET_STRICT;
 		r = tracing_set_on(g->p.tracing, false);
 		if (r < 0)
@@ -303,8 +315,25 @@ static int start_reset(struct generations *g, const char *why)
 		return 0;
 	}
 
+	/*
+	 * Every id of an event before the end marker must be in the old
+	 * generation: a snapshot after the marker holds them. When the map
+	 * is read once more right before the reset, that look is the one,
+	 * and the final snapshot (the longer read, with the counters) comes
+	 * before the marker: the window then spans that last look and the
+	 * reset only.
+	 */
 	g->kind = SEGMENT_GEN_RESET_LOSSLESS;
+	reread = stackmap_rereads_before_reset(g->sm);
+	if (!reread) {
+		r = write_marker(g, g->end_marker, sizeof(g->end_marker), g->gen_before, "end");
+		if (r < 0)
+			return r;
+	}
 	(void)stackmap_snapshot_final(g->sm);
+	/* without it (a full buffer) the window opens at the last snapshot that matched */
+	if (reread && write_marker(g, g->end_marker, sizeof(g->end_marker), g->gen_before, "end") < 0)
+		log_debug("cannot write the marker before the reset, continuing");
 	r = stackmap_write_reset(g->sm);
 	if (r < 0)
 		return r;
@@ -346,10 +375,16 @@ void generations_marker(struct generations *g, const struct page_marker *m)
 	}
 	memcpy(text, m->text, len);
 	text[len] = '\0';
+	/*
+	 * The marker after the reset is written again while none is read back,
+	 * and the CPUs' buffers are read in no particular order: a later copy
+	 * can come back before or after the first one. Any copy bounds the
+	 * window; the earliest bounds it best.
+	 */
 	if (g->end_marker[0] && streq(text, g->end_marker))
-		g->end_ts = m->ts;
+		g->end_ts = g->end_ts ? MIN(g->end_ts, m->ts) : m->ts;
 	else if (g->begin_marker[0] && streq(text, g->begin_marker))
-		g->begin_ts = m->ts;
+		g->begin_ts = g->begin_ts ? MIN(g->begin_ts, m->ts) : m->ts;
 	else
 		(void)stackmap_marker_seen(g->sm, text, len, m->ts);
 }

@@ -59,10 +59,28 @@ static void check_cpus(struct recorder *rec)
 
 static const char *check_readers(struct recorder *rec)
 {
-	for (unsigned i = 0; i < rec->nr_readers; i++)
-		if (!cpu_reader_alive(rec->readers[i]))
-			return "a CPU reader stopped";
-	return NULL;
+	return recorder_readers_lost(rec) ? "a CPU reader stopped" : NULL;
+}
+
+bool recorder_readers_lost(struct recorder *rec)
+{
+	bool lost = false, news = false;
+
+	for (unsigned i = 0; i < rec->nr_readers; i++) {
+		if (cpu_reader_alive(rec->readers[i]))
+			continue;
+		lost = true;
+		if (rec->reader_lost[i])
+			continue;
+		rec->reader_lost[i] = news = true;
+		log_err("CPU %d: its reader thread ended: the CPU is no longer recorded; flushes "
+			"go on without it and the watchdog is no longer pinged, so that the service "
+			"manager restarts the daemon", cpu_reader_cpu(rec->readers[i]));
+	}
+	/* barriers waiting for it can go on now; their continuations may ask again */
+	if (news)
+		recorder_process_ops(rec);
+	return lost;
 }
 
 void recorder_health_check(struct recorder *rec)

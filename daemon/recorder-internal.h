@@ -84,6 +84,7 @@ struct recorder {
 	uint64_t *rate_events;			/* per reader, at the last status sample */
 	uint64_t rate_usec;
 	struct recorder_cpu_status *cpu_status;
+	bool *reader_lost;			/* per reader: its thread ended by itself (logged) */
 	uint64_t unresolved;
 
 	struct log_ratelimit health_rl;
@@ -147,8 +148,19 @@ int recorder_add_timers(struct recorder *rec);
 /* recorder-timers.c: (re)arm the age timer for the open segment, or disable it. */
 void recorder_arm_age_timer(struct recorder *rec);
 
+/* Run the continuation of every flush barrier all of whose readers have flushed. */
+void recorder_process_ops(struct recorder *rec);
+
 /* recorder-health.c: hotplug, reader threads, tracefs under our feet. */
 void recorder_health_check(struct recorder *rec);
+
+/*
+ * Whether a reader thread ended by itself. Found here (the main loop: on
+ * the health timer, on a reader's notification and whenever status or the
+ * watchdog ask), it is logged once, the recorder is unhealthy, and the
+ * flush barriers waiting for it go on without it.
+ */
+bool recorder_readers_lost(struct recorder *rec);
 int recorder_on_health_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* recorder-timers.c: finish the current segment now (no flush). Returns 0 or -errno; logs. */

@@ -52,7 +52,9 @@ int recorder_open_readers(struct recorder *rec)
 	rec->kstats_base = calloc(rec->nr_cpus, sizeof(*rec->kstats_base));
 	rec->rate_events = calloc(rec->nr_cpus, sizeof(*rec->rate_events));
 	rec->cpu_status = calloc(rec->nr_cpus, sizeof(*rec->cpu_status));
-	if (!rec->readers || !rec->kstats_base || !rec->rate_events || !rec->cpu_status)
+	rec->reader_lost = calloc(rec->nr_cpus, sizeof(*rec->reader_lost));
+	if (!rec->readers || !rec->kstats_base || !rec->rate_events || !rec->cpu_status ||
+	    !rec->reader_lost)
 		return -ENOMEM;
 	return recorder_open_online_readers(rec);
 }

@@ -90,6 +90,11 @@ static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct recorder *rec = userdata;
 
+	/*
+	 * Barriers complete when a reader reports; with every reader's thread
+	 * ended none does: finish what waits for nobody now, so nothing piles up.
+	 */
+	recorder_process_ops(rec);
 	/* bound what a power cut can lose: partial pages go to the archive too */
 	if (rec->state == RECORDER_RECORDING && !recorder_flight(rec)) {
 		(void)recorder_flush_all(rec, NULL, flushed_periodic, NULL, NULL);

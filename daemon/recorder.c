@@ -115,7 +115,7 @@ static void flush_op_free(struct flush_op *op)
 	free(op);
 }
 
-static void process_ops(struct recorder *rec)
+void recorder_process_ops(struct recorder *rec)
 {
 	struct flush_op **pp = &rec->ops;
 
@@ -159,7 +159,7 @@ static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
 	(void)!read(fd, &v, sizeof(v));
 	take_markers(rec);
-	process_ops(rec);
+	recorder_process_ops(rec);
 	return 0;
 }
 
@@ -455,8 +455,11 @@ static void finish_after_flush(struct recorder *rec, struct flush_op *op)
 	_cleanup_free_ char *path = NULL;
 	int r;
 
+	/* what the other CPUs recorded is finished all the same */
 	r = archive_rotate(rec->archive, false, &path);
 	recorder_arm_age_timer(rec);
+	if (r >= 0 && recorder_readers_lost(rec))
+		r = -ESRCH;
 	if (op->done)
 		op->done(op->userdata, r, path);
 }
@@ -465,6 +468,8 @@ int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdat
 {
 	if (rec->state != RECORDER_RECORDING)
 		return -EAGAIN;
+	if (recorder_readers_lost(rec))
+		return -ESRCH;
 	if (recorder_flight(rec))
 		return flight_capture(rec, done, userdata);
 	if (!recorder_flush_all(rec, NULL, finish_after_flush, done, userdata))
@@ -472,13 +477,42 @@ int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdat
 	return 0;
 }
 
+struct reset_wait {
+	struct recorder *rec;
+	recorder_done_fn done;
+	void *userdata;
+};
+
+/* A reset whose barriers went on without a reader that ended says so to whoever waits. */
+static void reset_done(void *userdata, int r, const char *path)
+{
+	struct reset_wait *w = userdata;
+
+	if (r >= 0 && recorder_readers_lost(w->rec))
+		r = -ESRCH;
+	w->done(w->userdata, r, path);
+	free(w);
+}
+
 int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata)
 {
+	struct reset_wait *w;
+	int r;
+
 	if (!rec->gens)
 		return -EOPNOTSUPP;
 	if (rec->state != RECORDER_RECORDING)
 		return -EAGAIN;
-	return generations_reset(rec->gens, done, userdata);
+	if (recorder_readers_lost(rec))
+		return -ESRCH;
+	w = malloc(sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	*w = (struct reset_wait){ .rec = rec, .done = done, .userdata = userdata };
+	r = generations_reset(rec->gens, reset_done, w);
+	if (r < 0)
+		free(w);
+	return r;
 }
 
 int recorder_reload(struct recorder *rec, const struct config *c)
@@ -525,6 +559,7 @@ struct recorder *recorder_free(struct recorder *rec)
 	free(rec->kstats_base);
 	free(rec->rate_events);
 	free(rec->cpu_status);
+	free(rec->reader_lost);
 	free(rec->boot_id);
 	if (rec->notify_fd >= 0)
 		close(rec->notify_fd);

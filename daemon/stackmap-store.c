@@ -287,10 +287,12 @@ uint64_t sm_external_begin_raw(const struct stackmap *sm, const struct sm_gen *c
 {
 	uint64_t ts;
 
-	if (cur->last_good_seq == LAST_GOOD_BEGIN && cur->begin_marker_ts)
+	if (cur->last_good_seq == LAST_GOOD_BEGIN && cur->begin_marker_ts &&
+	    cur->begin_marker_ts < SEGMENT_WINDOW_UNKNOWN)
 		return cur->begin_marker_ts;
 	if (cur->last_good_seq && cur->last_good_seq != LAST_GOOD_BEGIN &&
 	    marker_ts(sm, cur->last_good_seq, &ts))
 		return ts;
-	return cur->g.window_begin;
+	/* a window that is no time bounds nothing: a reset follows the one before it */
+	return cur->g.window_begin < SEGMENT_WINDOW_UNKNOWN ? cur->g.window_begin : 0;
 }

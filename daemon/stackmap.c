@@ -573,6 +573,11 @@ int stackmap_snapshot_final(struct stackmap *sm)
 	return r;
 }
 
+bool stackmap_rereads_before_reset(const struct stackmap *sm)
+{
+	return sm->have_bin;
+}
+
 int stackmap_write_reset(struct stackmap *sm)
 {
 	uint64_t t0, t1;
@@ -649,6 +654,14 @@ int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind, u
 			begin_raw = auto_begin;
 		kind = SEGMENT_GEN_RESET_EXTERNAL;
 	}
+	/*
+	 * The earliest the reset can have happened, as far as it is known, may
+	 * still lie after the marker written once it was found (CPUs whose
+	 * clocks disagree): a reset follows the one before it, so the window
+	 * then opens where the current generation's did. Never inverted.
+	 */
+	if (begin_raw > end_ts)
+		begin_raw = cur->g.window_begin <= end_ts ? cur->g.window_begin : 0;
 
 	r = sm_gen_append(sm, &g);
 	if (r < 0)
@@ -667,7 +680,8 @@ int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind, u
 		.window_begin = sm_sat_sub(begin_raw, guard),
 		.window_end = sat_add(end_ts, guard),
 	};
-	g->begin_marker_ts = end_ts;
+	/* a marker never read back is no time: the next reset cannot be dated from it */
+	g->begin_marker_ts = end_ts < SEGMENT_WINDOW_UNKNOWN ? end_ts : 0;
 	g->start_usec = now_usec(CLOCK_MONOTONIC);
 	g->slots = sm->pending;
 	sm->pending = (struct sm_slots){ 0 };

@@ -202,6 +202,14 @@ int stackmap_snapshot_final(struct stackmap *sm);
 int stackmap_write_reset(struct stackmap *sm);
 
 /*
+ * Whether stackmap_write_reset() reads the map once more before it
+ * writes the reset (the binary export is there): then every id of an
+ * event written before that look is in the old generation, and the
+ * marker that opens the reset window may follow the final snapshot.
+ */
+bool stackmap_rereads_before_reset(const struct stackmap *sm);
+
+/*
  * Reset, step 3 (also after STACKMAP_SNAP_EXTERNAL): open the next
  * generation. kind: SEGMENT_GEN_RESET_LOSSLESS, _STRICT or _EXTERNAL.
  * begin_ts / end_ts: raw trace-clock timestamps of the marker written
@@ -212,6 +220,11 @@ int stackmap_write_reset(struct stackmap *sm);
  * EXTERNAL, begin_ts 0 means "from the marker of the last snapshot that
  * still matched the old generation", which the module knows. A pending
  * external reset turns any kind into EXTERNAL with that wider window.
+ * end_ts at or above SEGMENT_WINDOW_UNKNOWN: the marker after the reset was
+ * not read back (the window stays open, and nothing later is dated from
+ * it). The window written never ends before it begins: when the earliest
+ * known moment of an external reset lies after end_ts, it opens where the
+ * current generation's window does.
  * Takes the new generation's first snapshot (a failure there is counted,
  * not returned: the generation exists anyway). *ret_gen (may be NULL)
  * gets its GENERATION payload. Returns 0, -EPERM out of sequence,

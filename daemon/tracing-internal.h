@@ -42,7 +42,7 @@ struct tracing {
 	struct log_ratelimit health_rl;
 	int nr_cpus;
 	int marker_fd;
-	char *on_at_stop;		/* tracing_on to put back last, see tracing_stop() */
+	bool saved_failed;		/* the state file could not be written (logged once) */
 
 	struct undo *undo;
 	size_t n_undo;
@@ -60,8 +60,15 @@ char *tracing_parse_clock(const char *text);
 int tracing_read_value(const char *path, char **ret);
 int tracing_write_value(const char *path, const char *value, bool truncate);
 
-/* Remember that path held value before we changed it (tracing-undo.c). */
+/* Remember that path held value before we changed it (tracing-undo.c), in memory only. */
 int tracing_undo_push(struct tracing *t, const char *path, const char *value, bool truncate);
+
+/*
+ * The same, and on disk before the caller changes path (tracing-saved.c):
+ * the first change of a run records tracing_on first, so that it is put
+ * back last.
+ */
+int tracing_undo_record(struct tracing *t, const char *path, const char *value, bool truncate);
 
 /* Put back everything recorded after mark (an index into t->undo), newest first. */
 void tracing_undo_to(struct tracing *t, size_t mark);
@@ -83,6 +90,19 @@ int tracing_set_value(struct tracing *t, const char *path, const char *value);
  * (-EEXIST and *ret_error).
  */
 int tracing_take_over(struct tracing *t);
+
+/*
+ * tracing-saved.c: the undo log on disk, next to the control socket.
+ * tracing_saved_load() at open: adopt a file left by a run that did not
+ * stop cleanly as the first entries of the undo log (our instance), or
+ * put it back at once (another instance, or ours created afresh); a file
+ * that is not one is set aside and logged. Returns 0 or -ENOMEM.
+ * tracing_saved_write(): write the undo log atomically (failures logged
+ * once). tracing_saved_remove(): after a clean restore.
+ */
+int tracing_saved_load(struct tracing *t);
+void tracing_saved_write(struct tracing *t);
+void tracing_saved_remove(struct tracing *t);
 void tracing_record_ours(struct tracing *t, bool ours);
 int tracing_check_foreign(struct tracing *t, char **ret_error);
 

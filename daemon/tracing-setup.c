@@ -363,7 +363,7 @@ static int setup_buffer_size(struct tracing *t, uint64_t want)
 				return r;
 			if (tracing_read_value(cpath, &v) < 0)
 				continue;
-			r = tracing_undo_push(t, cpath, v, true);
+			r = tracing_undo_record(t, cpath, v, true);
 			if (r < 0)
 				return r;
 		}

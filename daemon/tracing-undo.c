@@ -70,6 +70,60 @@ int tracing_undo_push(struct tracing *t, const char *path, const char *value, bo
 	return 0;
 }
 
+static bool undo_has(const struct tracing *t, const char *path)
+{
+	for (size_t i = 0; i < t->n_undo; i++)
+		if (streq(t->undo[i].path, path))
+			return true;
+	return false;
+}
+
+/*
+ * tracing_on is switched off and on again outside the undo log (strict
+ * resets, the flight trigger, the stop): what it held before our first
+ * change is recorded first, so that it is put back last, once our events
+ * are off.
+ */
+static int record_tracing_on(struct tracing *t)
+{
+	_cleanup_free_ char *cur = NULL;
+	char path[PATH_MAX];
+	int r;
+
+	if (t->created)
+		return 0;
+	r = tracing_pathf(path, "%s/tracing_on", t->instance_dir);
+	if (r < 0 || undo_has(t, path) || tracing_read_value(path, &cur) < 0)
+		return r < 0 ? r : 0;
+	return tracing_undo_push(t, path, cur, true);
+}
+
+int tracing_undo_record(struct tracing *t, const char *path, const char *value, bool truncate)
+{
+	int r;
+
+	r = record_tracing_on(t);
+	if (r >= 0)
+		r = tracing_undo_push(t, path, value, truncate);
+	if (r < 0)
+		return r;
+	tracing_saved_write(t);
+	return 0;
+}
+
+int tracing_remember(struct tracing *t, const char *path)
+{
+	_cleanup_free_ char *cur = NULL;
+	int r;
+
+	if (undo_has(t, path))
+		return 0;
+	r = tracing_read_value(path, &cur);
+	if (r < 0)
+		return r;
+	return tracing_undo_record(t, path, cur, true);
+}
+
 /* Put back everything recorded after mark, newest first. */
 void tracing_undo_to(struct tracing *t, size_t mark)
 {
@@ -83,6 +137,9 @@ void tracing_undo_to(struct tracing *t, size_t mark)
 				  u->value);
 		undo_entry_free(u);
 	}
+	/* a step that failed put back what it did: the file says what is left to put back */
+	if (mark > 0)
+		tracing_saved_write(t);
 }
 
 void tracing_undo_drop(struct tracing *t)
@@ -100,7 +157,7 @@ int tracing_change(struct tracing *t, const char *path, const char *value, const
 {
 	int r;
 
-	r = tracing_undo_push(t, path, old, truncate);
+	r = tracing_undo_record(t, path, old, truncate);
 	if (r < 0)
 		return r;
 	t->undo[t->n_undo - 1].want = strdup(value);
@@ -123,7 +180,15 @@ int tracing_set_value(struct tracing *t, const char *path, const char *value)
 	r = tracing_read_value(path, &cur);
 	if (r < 0)
 		return r;
-	if (streq(cur, value))
+	if (streq(cur, value)) {
+		/* set by a run that did not stop cleanly: ours to watch from now on */
+		for (size_t i = t->n_undo; i-- > 0;)
+			if (streq(t->undo[i].path, path)) {
+				if (!t->undo[i].want)
+					t->undo[i].want = strdup(value);
+				break;
+			}
 		return 0;
+	}
 	return tracing_change(t, path, value, cur, true);
 }

@@ -238,6 +238,9 @@ int tracing_open(const char *dir, const struct config *c, struct tracing **ret)
 		return r;
 	if (t->created)
 		tracing_record_ours(t, true);
+	r = tracing_saved_load(t);
+	if (r < 0)
+		return r;
 
 	if (t->given_dir)
 		t->nr_cpus = count_tree_cpus(t->instance_dir);
@@ -393,25 +396,16 @@ void tracing_restore(struct tracing *t)
 	t->marker_fd = -1;
 
 	if (t->config->keep_tracing) {
+		/* left running on purpose: the saved state stays for the run that puts it back */
 		tracing_undo_drop(t);
-		free(t->on_at_stop);
-		t->on_at_stop = NULL;
 		t->created = false;
 		return;
 	}
+	/* tracing_on, recorded first, comes back last: our events are off by then */
 	tracing_undo_to(t, 0);
+	tracing_saved_remove(t);
 	if (!t->created)
 		tracing_record_ours(t, false);
-	/* last: our events are off by now, so nothing of ours is recorded after the readers */
-	if (t->on_at_stop && !t->created &&
-	    tracing_pathf(path, "%s/tracing_on", t->instance_dir) == 0) {
-		r = tracing_write_value(path, t->on_at_stop, true);
-		if (r < 0)
-			log_errno(LOG_WARNING, r, "cannot restore '%s' to '%s', continuing", path,
-				  t->on_at_stop);
-	}
-	free(t->on_at_stop);
-	t->on_at_stop = NULL;
 	if (!t->created)
 		return;
 	t->created = false;
@@ -436,7 +430,6 @@ struct tracing *tracing_free(struct tracing *t)
 		return NULL;
 	tracing_restore(t);
 	tracing_undo_drop(t);
-	free(t->on_at_stop);
 	free(t->undo);
 	pthread_mutex_destroy(&t->health_rl.lock);
 	tracefs_instance_free(t->instance);
@@ -483,31 +476,24 @@ int tracing_set_on(struct tracing *t, bool on)
 	return tracing_write_value(path, on ? "1" : "0", true);
 }
 
-/* Whether the undo log already knows what path held before we first wrote it. */
-static bool undo_has(const struct tracing *t, const char *path)
-{
-	for (size_t i = 0; i < t->n_undo; i++)
-		if (streq(t->undo[i].path, path))
-			return true;
-	return false;
-}
-
 int tracing_stop(struct tracing *t)
 {
-	_cleanup_free_ char *cur = NULL;
 	char path[PATH_MAX];
 	int r;
 
+	/*
+	 * What tracing_on held before our first change is in the undo log
+	 * (recorded with that change), never what it holds now: a strict
+	 * reset or the flight trigger may have switched it off.
+	 */
 	r = tracing_pathf(path, "%s/tracing_on", t->instance_dir);
 	if (r < 0)
 		return r;
-	/*
-	 * tracing_on is also switched off and on again outside the undo log
-	 * (strict resets, the flight trigger): what it reads now is what it
-	 * was before we started, unless the log holds an older value.
-	 */
-	if (!undo_has(t, path) && !t->on_at_stop && tracing_read_value(path, &cur) >= 0)
-		t->on_at_stop = steal_ptr(cur);
+	if (!t->config->keep_tracing) {
+		r = tracing_remember(t, path);
+		if (r < 0)
+			return r;
+	}
 	return tracing_write_value(path, "0", true);
 }
 

@@ -105,8 +105,10 @@ bool tracing_subbuf_pending(struct tracing *t);
 
 /*
  * Undo every change in reverse order and remove the instance if we
- * created it (after tracing_on = 0). With keep_tracing in the config,
- * change nothing and forget the changes: the capture keeps running. An
+ * created it (after tracing_on = 0), then the saved state on disk
+ * (doc/tracefs-state.md). With keep_tracing in the config, change nothing
+ * and forget the changes: the capture keeps running, and the saved state
+ * stays for a later run to put back. An
  * instance cannot be removed while files in it are open: stop the CPU
  * readers first. Failures are logged as warnings. Safe to call more than
  * once.
@@ -173,10 +175,18 @@ bool tracing_flight_triggered(struct tracing *t);
 int tracing_set_on(struct tracing *t, bool on);
 
 /*
+ * Record what path (a tracefs file another module changes itself, e.g.
+ * options/stackmap) holds now as the value to put back at exit, in the
+ * undo log and in the saved state on disk, unless it is recorded already.
+ * Call it before the first change. Returns 0 or -errno.
+ */
+int tracing_remember(struct tracing *t, const char *path);
+
+/*
  * Stop the producers before the last flush at exit: tracing_on = 0, and
  * tracing_restore() puts back the value tracing_on had before the daemon
- * first changed it (after everything else, so that our events are gone
- * by then). Returns 0 or -errno.
+ * first changed anything (after everything else, so that our events are
+ * gone by then). Returns 0 or -errno.
  */
 int tracing_stop(struct tracing *t);
 

@@ -101,6 +101,12 @@ struct segment_generation {
 	uint64_t window_end;
 };
 #define SEGMENT_GENERATION_SIZE 32
+/*
+ * Window bounds at or above this are not times (no trace clock gets there):
+ * an end means the window never closed (its marker was not read back), a
+ * begin proves nothing about when the reset happened.
+ */
+#define SEGMENT_WINDOW_UNKNOWN (UINT64_C(1) << 63)
 
 /* Encode/decode a GENERATION payload (32 bytes, LE). decode returns 0 or -EBADMSG. */
 void segment_generation_encode(const struct segment_generation *g, uint8_t out[SEGMENT_GENERATION_SIZE]);

@@ -32,13 +32,19 @@ struct gen_record {
 	struct segment_generation g;
 };
 
+/* A time window as recorded, and the bounds the resolver may rely on (see sort_windows()). */
+struct window {
+	struct segment_generation g;
+	uint64_t begin, end;
+};
+
 struct stacktab {
 	struct tab_entry **slots;	/* open addressing, linear probing; NULL = free */
 	size_t nr_slots;		/* power of two, 0 before the first insert */
 	size_t nr_entries;
 	size_t bytes;			/* of the entries' copies */
 
-	struct segment_generation *windows;
+	struct window *windows;
 	size_t nr_windows;
 	bool windows_sorted;
 	bool windows_overlap;
@@ -284,7 +290,7 @@ int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segme
 	/* The daemon may write a window again (when a reset happens, and with the segment's tables). */
 	if (cpu == SEGMENT_NO_CPU)
 		for (size_t i = 0; i < t->nr_windows; i++)
-			if (same_generation(&t->windows[i], g))
+			if (same_generation(&t->windows[i].g, g))
 				return 0;
 
 	if (cpu != SEGMENT_NO_CPU) {
@@ -296,7 +302,9 @@ int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segme
 	if (r < 0)
 		return r;
 	if (!c) {
-		r = append(&t->windows, &t->nr_windows, sizeof(*g), g);
+		struct window w = { .g = *g };
+
+		r = append(&t->windows, &t->nr_windows, sizeof(w), &w);
 		if (r < 0) {
 			t->nr_gens--;
 			return r;
@@ -326,25 +334,99 @@ int stacktab_cpu_boundary(struct stacktab *t, uint32_t cpu, uint32_t generation)
 
 static int window_cmp(const void *a, const void *b)
 {
-	const struct segment_generation *x = a, *y = b;
+	const struct window *x = a, *y = b;
 
-	if (x->window_end != y->window_end)
-		return x->window_end < y->window_end ? -1 : 1;
-	if (x->window_begin != y->window_begin)
-		return x->window_begin < y->window_begin ? -1 : 1;
-	return x->generation < y->generation ? -1 : x->generation > y->generation;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	return x->g.generation < y->g.generation ? -1 : x->g.generation > y->g.generation;
 }
 
-static void sort_windows(struct stacktab *t)
+static int window_gen_cmp(const void *a, const void *b)
 {
+	const struct window *const *x = a, *const *y = b;
+
+	return (*x)->g.generation < (*y)->g.generation ? -1 : (*x)->g.generation > (*y)->g.generation;
+}
+
+/* The earliest begin of the windows of generation gen (by[] sorted by generation), or 0 if none. */
+static uint64_t earliest_begin(struct window *const *by, size_t n, uint32_t gen)
+{
+	size_t lo = 0, hi = n;
+	uint64_t begin = UINT64_MAX;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (by[mid]->g.generation < gen)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && by[lo]->g.generation == gen; lo++)
+		begin = MIN(begin, by[lo]->begin);
+	return begin == UINT64_MAX ? 0 : begin;
+}
+
+/*
+ * The bounds each window may be trusted with. A window spans both of its
+ * markers whatever their order (CPUs whose clocks disagree). A begin that
+ * is no time (SEGMENT_WINDOW_UNKNOWN: derived from a marker never read
+ * back) proves nothing: a reset happens after the one before it, so the
+ * window begins where the previous generation's does, or at 0 without
+ * one. Resolving by that begin instead would place an event of the new
+ * map in a window that closed two generations back.
+ */
+static int bound_windows(struct stacktab *t)
+{
+	_cleanup_free_ struct window **by = NULL;
+	bool unknown = false;
+
+	for (size_t i = 0; i < t->nr_windows; i++) {
+		struct window *w = &t->windows[i];
+
+		w->begin = MIN(w->g.window_begin, w->g.window_end);
+		w->end = MAX(w->g.window_begin, w->g.window_end);
+		if (w->g.window_begin >= SEGMENT_WINDOW_UNKNOWN)
+			unknown = true;
+	}
+	if (!unknown)
+		return 0;
+	by = malloc(sizeof(*by) * t->nr_windows);
+	if (!by)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nr_windows; i++)
+		by[i] = &t->windows[i];
+	qsort(by, t->nr_windows, sizeof(*by), window_gen_cmp);
+	/* in generation order: a previous generation's begin is final before it is used */
+	for (size_t i = 0; i < t->nr_windows; i++) {
+		struct window *w = by[i];
+
+		if (w->g.window_begin < SEGMENT_WINDOW_UNKNOWN)
+			continue;
+		w->begin = w->g.prev_generation && w->g.prev_generation < w->g.generation ?
+			earliest_begin(by, i, w->g.prev_generation) : 0;
+	}
+	return 0;
+}
+
+static int sort_windows(struct stacktab *t)
+{
+	int r;
+
 	if (t->windows_sorted)
-		return;
+		return 0;
+	r = bound_windows(t);
+	if (r < 0)
+		return r;
 	qsort(t->windows, t->nr_windows, sizeof(*t->windows), window_cmp);
 	t->windows_overlap = false;
 	for (size_t i = 1; i < t->nr_windows; i++)
-		if (t->windows[i].window_begin <= t->windows[i - 1].window_end)
+		if (t->windows[i].begin <= t->windows[i - 1].end)
 			t->windows_overlap = true;
 	t->windows_sorted = true;
+	return 0;
 }
 
 static int resolved(struct stacktab *t, enum stacktab_kind kind, const struct tab_entry *te,
@@ -411,10 +493,11 @@ static int resolve_ambiguous(struct stacktab *t, uint32_t prev, uint32_t gen, ui
 static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
 			   const struct stack_entry **ret_entry, const char **ret_reason)
 {
-	const struct segment_generation *w;
+	const struct window *w;
 	size_t lo = 0, hi, n;
 
-	sort_windows(t);
+	if (sort_windows(t) < 0)
+		return unresolved(t, STACKTAB_KERNEL_ID, ret_reason, "out of memory");
 	w = t->windows;
 	n = t->nr_windows;
 
@@ -423,43 +506,50 @@ static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (w[mid].window_end < ts)
+		if (w[mid].end < ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 
-	if (lo < n && w[lo].window_begin <= ts) {
+	if (lo < n && w[lo].begin <= ts) {
 		/*
 		 * Windows of different resets never overlap when the daemon serializes
 		 * resets; if they do, an event in both cannot be placed. Two windows of
 		 * the same reset are one window.
 		 */
-		if (t->windows_overlap)
+		if (t->windows_overlap) {
+			uint32_t first = w[lo].g.prev_generation, last = w[lo].g.generation;
+			bool other = false;
+
 			for (size_t k = lo + 1; k < n; k++)
-				if (w[k].window_begin <= ts &&
-				    (w[k].generation != w[lo].generation ||
-				     w[k].prev_generation != w[lo].prev_generation))
-					return unresolved(t, STACKTAB_KERNEL_ID, ret_reason,
-							  "ambiguous between generations %" PRIu32
-							  " and %" PRIu32,
-							  MIN(w[lo].prev_generation, w[k].prev_generation),
-							  MAX(w[lo].generation, w[k].generation));
-		if (!w[lo].prev_generation)
-			return resolve_in(t, STACKTAB_KERNEL_ID, w[lo].generation, id, ret_entry,
+				if (w[k].begin <= ts &&
+				    (w[k].g.generation != w[lo].g.generation ||
+				     w[k].g.prev_generation != w[lo].g.prev_generation)) {
+					other = true;
+					first = MIN(first, w[k].g.prev_generation);
+					last = MAX(last, w[k].g.generation);
+				}
+			if (other)
+				return unresolved(t, STACKTAB_KERNEL_ID, ret_reason,
+						  "ambiguous between generations %" PRIu32 " and %" PRIu32,
+						  first, last);
+		}
+		if (!w[lo].g.prev_generation)
+			return resolve_in(t, STACKTAB_KERNEL_ID, w[lo].g.generation, id, ret_entry,
 					  ret_reason);
-		return resolve_ambiguous(t, w[lo].prev_generation, w[lo].generation, id, ret_entry,
-					 ret_reason);
+		return resolve_ambiguous(t, w[lo].g.prev_generation, w[lo].g.generation, id,
+					 ret_entry, ret_reason);
 	}
 	if (lo > 0)
-		return resolve_in(t, STACKTAB_KERNEL_ID, w[lo - 1].generation, id, ret_entry,
+		return resolve_in(t, STACKTAB_KERNEL_ID, w[lo - 1].g.generation, id, ret_entry,
 				  ret_reason);
 	/*
 	 * Before the first window: the generation it replaced. A window without
 	 * a previous generation (a map adopted at start) is the only map there
 	 * is, so earlier events used it.
 	 */
-	return resolve_in(t, STACKTAB_KERNEL_ID, w[0].prev_generation ?: w[0].generation, id,
+	return resolve_in(t, STACKTAB_KERNEL_ID, w[0].g.prev_generation ?: w[0].g.generation, id,
 			  ret_entry, ret_reason);
 }
 

@@ -11,7 +11,7 @@ start_recording "$ftmp/c.conf" "$ftmp/d.log"
 "$FLOAD" -j 1 -n 1000 -q
 ctl rotate > /dev/null || fail "rotate failed"
 "$FLOAD" -j 1 -n 1000 -q
-stop_daemon || { cat "$ftmp/d.log"; fail "stop exited $?"; }
+stop_daemon_ok "$ftmp/d.log"
 segs=("$ftmp"/archive/*.smseg)
 [ ${#segs[@]} -ge 2 ] || fail "expected two segments, found ${#segs[@]}"
 for s in "${segs[@]}"; do

@@ -43,7 +43,7 @@ start_recording "$ftmp/c2.conf" "$ftmp/d2.log"
 grep -q "taking it over" "$ftmp/d2.log" || { cat "$ftmp/d2.log"; fail "the leftover was not taken over"; }
 "$FLOAD" -j 1 -n 2000 -q
 sleep 0.5
-stop_daemon || { cat "$ftmp/d2.log"; fail "stop exited $?"; }
+stop_daemon_ok "$ftmp/d2.log"
 [ -d "$inst" ] && fail "the instance taken over is left at stop"
 [ -e "$ftmp/control.instance" ] && fail "the record of the instance is left at stop"
 segs=("$ftmp"/archive2/*.smseg)

@@ -14,7 +14,7 @@ FINST=
 fault_conf "$ftmp/c.conf" "$ftmp/archive" trace.instance= trace.stackmap=off
 start_recording "$ftmp/c.conf" "$ftmp/d.log"
 "$FLOAD" -j 1 -n 1000 -q
-stop_daemon || { cat "$ftmp/d.log"; fail "stop exited $?"; }
+stop_daemon_ok "$ftmp/d.log"
 after=$(tracefs_state)
 on=$(cat "$TRACEFS/tracing_on")
 [ "$on" = 1 ] || fail "tracing_on is $on after the stop, was 1"

@@ -958,6 +958,54 @@ static void test_unbegun_reset(void)
 	test_rmtree(dir);
 }
 
+/*
+ * A generation whose marker after the reset was never read back: its
+ * window is open, and the next reset found behind the daemon's back can
+ * be dated only from what is known of it (its window's begin), never from
+ * the marker that did not come. No window is ever inverted.
+ */
+static void test_unseen_begin_marker(void)
+{
+	_cleanup_free_ char *dir = new_tree();
+	struct segment_generation g2, g3, g4;
+	struct stackmap *sm = NULL;
+	struct config c;
+
+	test_config(&c);
+	put_map(dir, map_a, ARRAY_SIZE(map_a), 100);
+	CHECK(stackmap_new(dir, &c, &sm) == 0);
+	CHECK(stackmap_start(sm, NULL) == 0);
+	CHECK(stackmap_marker_seen(sm, "stackmapd: snap 1", 17, 100000) == 1);
+	CHECK(stackmap_snapshot(sm, 1) == 0);
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	CHECK(stackmap_write_reset(sm) == 0);
+	put_map(dir, map_b, 1, 1);
+	/* what generations.c asks for when neither marker was read back */
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, UINT64_MAX - 1, &g2) == 0);
+	CHECK(g2.generation == 2 && g2.window_begin == 100000 - GUARD_NS &&
+	      g2.window_end == UINT64_MAX);
+
+	/* somebody else resets it; its first snapshot was the last that matched */
+	put_map(dir, map_a + 1, 1, 1);		/* id 3 vanished */
+	CHECK(stackmap_snapshot(sm, 2) == STACKMAP_SNAP_EXTERNAL);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, 300000, &g3) == 0);
+	CHECK_MSG(g3.generation == 3 && g3.window_begin <= g2.window_begin &&
+		  g3.window_end == 300000 + GUARD_NS,
+		  "[%" PRIu64 ", %" PRIu64 "]", g3.window_begin, g3.window_end);
+
+	/* the last matching snapshot's marker came back later than the one after the reset */
+	CHECK(stackmap_marker_seen(sm, "stackmapd: snap 3", 17, 500000) == 1);
+	CHECK(stackmap_snapshot(sm, 3) == 0);
+	put_map(dir, map_b + 1, 1, 2);		/* id 17 names another stack */
+	CHECK(stackmap_snapshot(sm, 4) == STACKMAP_SNAP_EXTERNAL);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, 400000, &g4) == 0);
+	CHECK_MSG(g4.generation == 4 && g4.window_begin <= g3.window_begin &&
+		  g4.window_end == 400000 + GUARD_NS,
+		  "[%" PRIu64 ", %" PRIu64 "]", g4.window_begin, g4.window_end);
+	stackmap_free(sm);
+	test_rmtree(dir);
+}
+
 /* Text-only kernel (no stack_map_stat, no stack_map_bin): text entries, growth, resets. */
 static void test_text_only(void)
 {
@@ -1240,6 +1288,7 @@ int main(void)
 	test_generations_and_tables();
 	test_final_finds_external();
 	test_unbegun_reset();
+	test_unseen_begin_marker();
 	test_text_only();
 	test_policy();
 	test_many_generations();

@@ -349,6 +349,54 @@ static void test_windows(void)
 	stacktab_free(t);
 }
 
+/*
+ * A generation whose marker after the reset was never read back has a
+ * window open to the end of time, and the next reset found behind the
+ * daemon's back can only be dated from that marker: its window begins at
+ * no time at all. The event at 500 may be of generation 3 (stack B).
+ */
+static void test_unknown_begin(void)
+{
+	const uint64_t max = UINT64_MAX;
+	struct stacktab *t;
+
+	for (int pass = 0; pass < 2; pass++) {
+		t = stacktab_new();
+		CHECK(t);
+		add(t, 1, 5, 0, 0xa1);
+		add(t, 2, 5, 0, 0xa1);
+		add(t, 3, 5, 0, 0xb1);
+		window(t, 2, 1, 100, max);
+		window(t, 3, 2, pass ? 400 : max - 1000000, max);
+		EXPECT_NOT(t, 0, 500, 5, "ambiguous between generations 1 and 3");
+		EXPECT(t, 0, 50, 5, 0xa1);		/* before every window: generation 1 */
+		stacktab_free(t);
+	}
+
+	/* a chain of them: each begins where the one before it does */
+	t = stacktab_new();
+	add(t, 1, 5, 0, 0xa1);
+	add(t, 2, 5, 0, 0xa1);
+	add(t, 3, 5, 0, 0xa1);
+	add(t, 4, 5, 0, 0xb1);
+	window(t, 4, 3, max - 5, max);
+	window(t, 3, 2, SEGMENT_WINDOW_UNKNOWN, max);
+	window(t, 2, 1, 100, max);
+	EXPECT_NOT(t, 0, 500, 5, "ambiguous between generations 1 and 4");
+	EXPECT(t, 0, 99, 5, 0xa1);
+	stacktab_free(t);
+
+	/* a window whose markers came back in the wrong order spans both */
+	t = stacktab_new();
+	add(t, 1, 5, 0, 0xa1);
+	add(t, 2, 5, 0, 0xb1);
+	window(t, 2, 1, 300, 200);
+	EXPECT_NOT(t, 0, 250, 5, "ambiguous between generations 1 and 2");
+	EXPECT(t, 0, 150, 5, 0xa1);
+	EXPECT(t, 0, 350, 5, 0xb1);
+	stacktab_free(t);
+}
+
 static void test_strict(void)
 {
 	struct stacktab *t = stacktab_new();
@@ -545,6 +593,7 @@ int main(void)
 	test_encode_invalid();
 	test_malformed();
 	test_windows();
+	test_unknown_begin();
 	test_strict();
 	test_daemon_refs_and_conflicts();
 	test_frames_equal();

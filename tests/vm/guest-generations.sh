@@ -18,6 +18,9 @@ shift
 
 cp /proc/kallsyms "$W/kallsyms"
 
+# Every daemon uses the local clock: a kernel that finds the TSC unstable
+# switches the top-level instance (only) to the global clock, and the
+# archive's time stamps would no longer match the oracle's.
 write_conf() {	# write_conf NAME INSTANCE STACKMAP STACKTRACE BUFFER MODE
 	cat > "$W/$1.conf" <<CONF
 [trace]
@@ -26,6 +29,7 @@ events = kmem:kmem_cache_alloc kmem:kmalloc
 stacktrace = $4
 stackmap = $3
 buffer_size = $5
+clock = local
 [stackmap]
 snapshot_interval = 100ms
 reset_interval = ${RESET_INTERVAL:-250ms}
