@@ -44,8 +44,9 @@ int buf_append(struct buf *b, const void *p, size_t n)
 
 int buf_append_u16(struct buf *b, uint16_t v)
 {
-	uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+	uint8_t x[2];
 
+	put_le16(x, v);
 	return buf_append(b, x, sizeof(x));
 }
 

@@ -19,13 +19,6 @@
 #include "segment-internal.h"
 #include "util.h"
 
-static void put_le16(void *p, uint16_t v)
-{
-	uint8_t *b = p;
-
-	b[0] = (uint8_t)v;
-	b[1] = (uint8_t)(v >> 8);
-}
 static void prologue_encode(uint8_t p[SEGMENT_PROLOGUE_SIZE])
 {
 	memcpy(p, SEGMENT_MAGIC, 8);
