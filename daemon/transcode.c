@@ -249,15 +249,8 @@ static int add_ref(struct transcoder *t, struct dstack *s)
 	for (k = s->hash & (t->ref_set_cap - 1); t->ref_set[k]; k = (k + 1) & (t->ref_set_cap - 1))
 		if (t->ref_set[k] == s)
 			return 0;
-	if (t->nr_refs == t->refs_cap) {
-		size_t cap = t->refs_cap ? t->refs_cap * 2 : 256;
-		struct dstack **r = realloc(t->refs, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		t->refs = r;
-		t->refs_cap = cap;
-	}
+	if (GREEDY_REALLOC(t->refs, t->refs_cap, t->nr_refs + 1) < 0)
+		return -ENOMEM;
 	t->ref_set[k] = s;
 	t->refs[t->nr_refs++] = s;
 	return 0;
@@ -292,15 +285,8 @@ static int add_id(struct transcoder *t, uint32_t id)
 	for (k = id_hash(id) & (t->id_set_cap - 1); t->id_set[k]; k = (k + 1) & (t->id_set_cap - 1))
 		if (t->id_set[k] == id + 1)
 			return 0;
-	if (t->nr_ids == t->ids_cap) {
-		size_t cap = t->ids_cap ? t->ids_cap * 2 : 256;
-		uint32_t *r = realloc(t->ids, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		t->ids = r;
-		t->ids_cap = cap;
-	}
+	if (GREEDY_REALLOC(t->ids, t->ids_cap, t->nr_ids + 1) < 0)
+		return -ENOMEM;
 	t->id_set[k] = id + 1;
 	t->ids[t->nr_ids++] = id;
 	return 0;

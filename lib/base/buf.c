@@ -11,23 +11,9 @@
 
 int buf_reserve(struct buf *b, size_t n)
 {
-	size_t cap;
-	uint8_t *p;
-
-	if (b->cap - b->len >= n)
-		return 0;
-	cap = b->cap ? b->cap : 256;
-	while (cap - b->len < n) {
-		if (cap > SIZE_MAX / 2)
-			return -ENOMEM;
-		cap *= 2;
-	}
-	p = realloc(b->data, cap);
-	if (!p)
+	if (n > SIZE_MAX - b->len)
 		return -ENOMEM;
-	b->data = p;
-	b->cap = cap;
-	return 0;
+	return GREEDY_REALLOC(b->data, b->cap, MAX(b->len + n, (size_t)256));
 }
 
 int buf_append(struct buf *b, const void *p, size_t n)

@@ -102,15 +102,8 @@ int strmap_intern(struct strmap *m, const char *s, size_t len, size_t *ret_idx)
 		*ret_idx = *slot - 1;
 		return 0;
 	}
-	if (m->nr == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 32;
-		struct strmap_item *items = reallocarray(m->items, cap, sizeof(*items));
-
-		if (!items)
-			return -ENOMEM;
-		m->items = items;
-		m->cap = cap;
-	}
+	if (GREEDY_REALLOC(m->items, m->cap, m->nr + 1) < 0)
+		return -ENOMEM;
 	copy = malloc(len + 1);
 	if (!copy)
 		return -ENOMEM;

@@ -556,15 +556,8 @@ static int scan_seek(struct segment_reader *r)
 		if (h.type == SEGMENT_REC_INDEX)
 			break;
 		if (h.type == SEGMENT_REC_PAGES) {
-			if (r->nr_scan == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct segment_seek *n = realloc(r->scan, ncap * sizeof(*n));
-
-				if (!n)
-					return -ENOMEM;
-				r->scan = n;
-				cap = ncap;
-			}
+			if (GREEDY_REALLOC(r->scan, cap, r->nr_scan + 1) < 0)
+				return -ENOMEM;
 			r->scan[r->nr_scan++] = (struct segment_seek){
 				.cpu = h.cpu, .offset = off, .first_ts = 0, .last_ts = UINT64_MAX,
 			};

@@ -165,15 +165,15 @@ struct stacktab {
 	size_t bytes;			/* of the entries' copies */
 
 	struct segment_generation *windows;
-	size_t nr_windows;
+	size_t nr_windows, cap_windows;
 	bool windows_sorted;
 	bool windows_overlap;
 
 	struct gen_record *gens;	/* every GENERATION record, in the order added */
-	size_t nr_gens;
+	size_t nr_gens, cap_gens;
 
 	struct cpu_state *cpus;
-	size_t nr_cpus;
+	size_t nr_cpus;			/* room in cpus, zeroed past the CPUs seen */
 
 	struct stacktab_stats stats;
 	char reason[96];
@@ -357,38 +357,12 @@ static int cpu_state(struct stacktab *t, uint32_t cpu, struct cpu_state **ret)
 {
 	if (cpu >= STACKTAB_MAX_CPUS)
 		return -EINVAL;
-	if (cpu >= t->nr_cpus) {
-		size_t n = MAX((size_t)cpu + 1, t->nr_cpus * 2);
-		struct cpu_state *c;
-
-		n = MIN(n, (size_t)STACKTAB_MAX_CPUS);
-		c = realloc(t->cpus, n * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		memset(c + t->nr_cpus, 0, (n - t->nr_cpus) * sizeof(*c));
-		t->cpus = c;
-		t->nr_cpus = n;
-	}
+	if (GREEDY_REALLOC0(t->cpus, t->nr_cpus, (size_t)cpu + 1) < 0)
+		return -ENOMEM;
 	*ret = &t->cpus[cpu];
 	return 0;
 }
 
-static int append(void *pptr, size_t *nr, size_t size, const void *item)
-{
-	void **p = pptr;
-	void *n;
-
-	/* The capacity is implied by nr: 4, then doubled whenever nr reaches a power of two. */
-	if (*nr == 0 || (*nr >= 4 && (*nr & (*nr - 1)) == 0)) {
-		n = realloc(*p, size * (*nr ? *nr * 2 : 4));
-		if (!n)
-			return -ENOMEM;
-		*p = n;
-	}
-	memcpy((uint8_t *)*p + size * *nr, item, size);
-	(*nr)++;
-	return 0;
-}
 
 static bool same_generation(const struct segment_generation *a, const struct segment_generation *b)
 {
@@ -413,20 +387,18 @@ int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segme
 		if (r < 0)
 			return r;
 	}
-	r = append(&t->gens, &t->nr_gens, sizeof(rec), &rec);
-	if (r < 0)
-		return r;
+	if (GREEDY_REALLOC(t->gens, t->cap_gens, t->nr_gens + 1) < 0)
+		return -ENOMEM;
 	if (!c) {
-		r = append(&t->windows, &t->nr_windows, sizeof(*g), g);
-		if (r < 0) {
-			t->nr_gens--;
-			return r;
-		}
+		if (GREEDY_REALLOC(t->windows, t->cap_windows, t->nr_windows + 1) < 0)
+			return -ENOMEM;
+		t->windows[t->nr_windows++] = *g;
 		t->windows_sorted = false;
 	} else if (!c->strict) {
 		c->strict = true;
 		c->current = g->prev_generation;
 	}
+	t->gens[t->nr_gens++] = rec;
 	return 0;
 }
 
