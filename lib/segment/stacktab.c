@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "hashtab.h"
 #include "stacktab.h"
 #include "util.h"
 
@@ -159,9 +160,7 @@ struct gen_record {
 };
 
 struct stacktab {
-	struct tab_entry **slots;	/* open addressing, linear probing; NULL = free */
-	size_t nr_slots;		/* power of two, 0 before the first insert */
-	size_t nr_entries;
+	struct hashtab entries;		/* values: struct tab_entry *, owned */
 	size_t bytes;			/* of the entries' copies */
 
 	struct segment_generation *windows;
@@ -188,9 +187,9 @@ struct stacktab *stacktab_free(struct stacktab *t)
 {
 	if (!t)
 		return NULL;
-	for (size_t i = 0; i < t->nr_slots; i++)
-		free(t->slots[i]);
-	free(t->slots);
+	for (size_t i = 0; i < t->entries.nr_slots; i++)
+		free((struct tab_entry *)t->entries.slots[i].val);
+	hashtab_done(&t->entries);
 	free(t->windows);
 	free(t->gens);
 	free(t->cpus);
@@ -203,56 +202,32 @@ static uint64_t entry_key(uint32_t generation, uint32_t id)
 	return (uint64_t)generation << 32 | id;
 }
 
-static size_t key_hash(uint64_t k)
+/* ids are slots of the kernel's hash table and generations small: spread both */
+static uint64_t key_hash(uint64_t key)
 {
-	/* splitmix64 finalizer: ids are hash-table slots, generations small; spread both. */
-	k ^= k >> 30;
-	k *= UINT64_C(0xbf58476d1ce4e5b9);
-	k ^= k >> 27;
-	k *= UINT64_C(0x94d049bb133111eb);
-	k ^= k >> 31;
-	return (size_t)k;
+	return hash_u64(key);
 }
 
-static struct tab_entry **find_slot(struct tab_entry **slots, size_t nr_slots, uint64_t key)
+/* The slot holding the entry of key (of hash h), or NULL. */
+static struct hashtab_slot *find(const struct stacktab *t, uint64_t key, uint64_t h)
 {
-	size_t mask = nr_slots - 1;
+	struct hashtab_slot *slot;
 
-	for (size_t i = key_hash(key) & mask;; i = (i + 1) & mask) {
-		struct tab_entry *te = slots[i];
+	hashtab_foreach_candidate(slot, &t->entries, h) {
+		const struct tab_entry *te = (const struct tab_entry *)slot->val;
 
-		if (!te || entry_key(te->e.generation, te->e.id) == key)
-			return &slots[i];
+		if (entry_key(te->e.generation, te->e.id) == key)
+			return slot;
 	}
+	return NULL;
 }
 
 static const struct tab_entry *lookup(const struct stacktab *t, uint32_t generation, uint32_t id)
 {
-	if (!t->nr_slots)
-		return NULL;
-	return *find_slot(t->slots, t->nr_slots, entry_key(generation, id));
-}
+	uint64_t key = entry_key(generation, id);
+	const struct hashtab_slot *slot = find(t, key, key_hash(key));
 
-static int grow(struct stacktab *t)
-{
-	size_t n = t->nr_slots ? t->nr_slots * 2 : 1024;
-	struct tab_entry **slots;
-
-	if (t->nr_entries * 2 < t->nr_slots)
-		return 0;
-	slots = calloc(n, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nr_slots; i++) {
-		struct tab_entry *te = t->slots[i];
-
-		if (te)
-			*find_slot(slots, n, entry_key(te->e.generation, te->e.id)) = te;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nr_slots = n;
-	return 0;
+	return slot ? (const struct tab_entry *)slot->val : NULL;
 }
 
 static size_t entry_size(const struct stack_entry *e)
@@ -305,27 +280,26 @@ static struct tab_entry *entry_dup(const struct stack_entry *e)
 static int add_entry(const struct stack_entry *e, void *userdata)
 {
 	struct stacktab *t = userdata;
-	struct tab_entry **slot, *te = NULL;
+	uint64_t key = entry_key(e->generation, e->id), h = key_hash(key);
 	size_t size = entry_size(e);
-	int r;
+	struct hashtab_slot *slot;
+	struct tab_entry *te;
 
 	/* Whatever a segment claims, the table stays within its limits. */
-	if (t->nr_entries >= STACKTAB_MAX_ENTRIES || t->bytes + size > STACKTAB_MAX_BYTES)
+	if (t->entries.nr >= STACKTAB_MAX_ENTRIES || t->bytes + size > STACKTAB_MAX_BYTES)
 		return -EFBIG;
-	r = grow(t);
-	if (r < 0)
-		return r;
-	slot = find_slot(t->slots, t->nr_slots, entry_key(e->generation, e->id));
-	te = *slot;
-	if (!te) {
+	slot = find(t, key, h);
+	if (!slot) {
+		if (hashtab_reserve(&t->entries, t->entries.nr + 1) < 0)
+			return -ENOMEM;
 		te = entry_dup(e);
 		if (!te)
 			return -ENOMEM;
-		*slot = te;
-		t->nr_entries++;
+		(void)hashtab_add(&t->entries, h, (uintptr_t)te);	/* cannot fail: reserved */
 		t->bytes += size;
 		return 0;
 	}
+	te = (struct tab_entry *)slot->val;
 	if (te->conflict || (e->flags & SEGMENT_STACK_F_ABSENT)) {
 		/* Known to conflict, or a later ABSENT never undoes a stack seen before. */
 		te->e.refs = MAX(te->e.refs, e->refs);
@@ -337,7 +311,7 @@ static int add_entry(const struct stack_entry *e, void *userdata)
 		if (!n)
 			return -ENOMEM;
 		free(te);
-		*slot = n;
+		slot->val = (uintptr_t)n;
 		t->bytes += size;
 		return 0;
 	}
@@ -577,7 +551,7 @@ void stacktab_get_stats(const struct stacktab *t, struct stacktab_stats *ret)
 
 size_t stacktab_size(const struct stacktab *t)
 {
-	return t->nr_entries;
+	return t->entries.nr;
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -597,14 +571,14 @@ int stacktab_foreach(const struct stacktab *t,
 	size_t n = 0;
 	int r;
 
-	if (!t->nr_entries)
+	if (!t->entries.nr)
 		return 0;
-	all = malloc(sizeof(*all) * t->nr_entries);
+	all = malloc(sizeof(*all) * t->entries.nr);
 	if (!all)
 		return -ENOMEM;
-	for (size_t i = 0; i < t->nr_slots; i++)
-		if (t->slots[i])
-			all[n++] = t->slots[i];
+	for (size_t i = 0; i < t->entries.nr_slots; i++)
+		if (t->entries.slots[i].val)
+			all[n++] = (const struct tab_entry *)t->entries.slots[i].val;
 	qsort(all, n, sizeof(*all), entry_cmp);
 	for (size_t i = 0; i < n; i++) {
 		r = cb(&all[i]->e, all[i]->conflict, userdata);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The small building blocks of lib/base: growing arrays (util.h) and the
- * byte-order accessors (byteorder.h).
+ * The small building blocks of lib/base: growing arrays (util.h), the
+ * byte-order accessors (byteorder.h), the hash table (hashtab.h) and the
+ * string map built on it (strmap.h).
  */
 #include "byteorder.h"
+#include "hashtab.h"
 #include "helpers.h"
+#include "strmap.h"
 #include "util.h"
 
 struct pair {
@@ -78,9 +81,108 @@ static void test_byteorder(void)
 	CHECK(p[0] == 8 && p[7] == 1 && get_le64(p) == UINT64_C(0x0102030405060708));
 }
 
+/* Keys 0..n-1 with values key + 1; hash_of decides which keys collide. */
+static uint64_t weak_hash(uint64_t key)
+{
+	return key % 7;		/* seven chains, all in a few slots: collisions everywhere */
+}
+
+static bool table_has(const struct hashtab *t, uint64_t key, uint64_t (*hash_of)(uint64_t))
+{
+	struct hashtab_slot *s;
+
+	hashtab_foreach_candidate(s, t, hash_of(key)) {
+		if (s->val == key + 1)
+			return true;
+	}
+	return false;
+}
+
+static void test_hashtab_keys(uint64_t (*hash_of)(uint64_t), size_t n)
+{
+	struct hashtab t = { 0 };
+
+	/* empty: every lookup finds nothing, and nothing is allocated */
+	CHECK(!table_has(&t, 1, hash_of) && t.slots == NULL && t.nr_slots == 0);
+	for (size_t k = 0; k < n; k++) {
+		CHECK_MSG(!table_has(&t, k, hash_of), "key %zu before", k);
+		CHECK(hashtab_add(&t, hash_of(k), k + 1) == 0);
+		CHECK_MSG(t.nr == k + 1 && t.nr_slots >= 2 * t.nr, "%zu in %zu slots", t.nr,
+			  t.nr_slots);
+	}
+	/* every key survived the growth, and no other key is found */
+	for (size_t k = 0; k < n; k++)
+		CHECK_MSG(table_has(&t, k, hash_of), "key %zu after", k);
+	for (size_t k = n; k < 2 * n; k++)
+		CHECK_MSG(!table_has(&t, k, hash_of), "key %zu never added", k);
+	/* cleared: empty, the memory kept for the next entries */
+	{
+		struct hashtab_slot *slots = t.slots;
+		size_t nr_slots = t.nr_slots;
+
+		hashtab_clear(&t);
+		CHECK(t.nr == 0 && t.slots == slots && t.nr_slots == nr_slots);
+		for (size_t k = 0; k < n; k++)
+			CHECK(!table_has(&t, k, hash_of));
+		CHECK(hashtab_add(&t, hash_of(3), 4) == 0 && table_has(&t, 3, hash_of));
+	}
+	hashtab_done(&t);
+	CHECK(t.slots == NULL && t.nr == 0 && t.nr_slots == 0);
+}
+
+static void test_hashtab(void)
+{
+	struct hashtab t = { 0 };
+	struct hashtab_slot *slots;
+
+	test_hashtab_keys(hash_u64, 5000);
+	test_hashtab_keys(weak_hash, 300);
+
+	/* reserved room: adding into it never moves the slots */
+	CHECK(hashtab_reserve(&t, 100) == 0 && t.nr_slots >= 200);
+	slots = t.slots;
+	for (uint64_t k = 0; k < 100; k++)
+		CHECK(hashtab_add(&t, hash_u64(k), k + 1) == 0);
+	CHECK(t.slots == slots && t.nr == 100);
+	CHECK(hashtab_reserve(&t, 50) == 0 && t.slots == slots);
+	/* a request that cannot be met leaves the table as it was */
+	CHECK(hashtab_reserve(&t, SIZE_MAX / 2) == -ENOMEM);
+	CHECK(t.slots == slots && t.nr == 100 && table_has(&t, 42, hash_u64));
+	hashtab_done(&t);
+
+	/* the hashes spread small keys and keys that differ in one byte */
+	CHECK(hash_u64(1) != hash_u64(2) && (hash_u64(1) & 0xffff) != (hash_u64(2) & 0xffff));
+	CHECK(hash_bytes("abcdefghi", 9) != hash_bytes("abcdefghj", 9));
+	CHECK(hash_bytes("abcdefgh", 8) != hash_bytes("abcdefgh\0", 9));
+	CHECK(hash_bytes("", 0) == hash_bytes("x", 0));
+}
+
+static void test_strmap(void)
+{
+	_cleanup_(strmap_freep) struct strmap *m = strmap_new();
+	char key[32];
+	size_t idx, len;
+
+	CHECK(m != NULL);
+	for (int i = 0; i < 3000; i++) {
+		int n = snprintf(key, sizeof(key), "key-%d", i);
+
+		CHECK(strmap_intern(m, key, (size_t)n, &idx) == 1 && idx == (size_t)i);
+		(*strmap_counter(m, idx)) += (uint64_t)i;
+	}
+	/* known strings keep their index; bytes after a NUL count */
+	CHECK(strmap_intern(m, "key-17", 6, &idx) == 0 && idx == 17);
+	CHECK(strmap_intern(m, "key-17\0x", 8, &idx) == 1 && idx == 3000);
+	CHECK(strmap_size(m) == 3001);
+	CHECK(streq(strmap_get(m, 2999, &len), "key-2999") && len == 8);
+	CHECK(*strmap_counter(m, 2999) == 2999);
+}
+
 int main(void)
 {
 	test_greedy_realloc();
 	test_byteorder();
+	test_hashtab();
+	test_strmap();
 	return tests_done("test-base");
 }
