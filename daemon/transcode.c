@@ -75,9 +75,7 @@ struct stackdedup *stackdedup_free(struct stackdedup *d)
 {
 	if (!d)
 		return NULL;
-	for (size_t i = 0; i < d->stacks.nr_slots; i++)
-		free((struct dstack *)d->stacks.slots[i].val);
-	hashtab_done(&d->stacks);
+	hashtab_done_free(&d->stacks);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	return NULL;

@@ -56,3 +56,10 @@ void hashtab_done(struct hashtab *t)
 	free(t->slots);
 	*t = (struct hashtab){ 0 };
 }
+
+void hashtab_done_free(struct hashtab *t)
+{
+	for (size_t i = 0; i < t->nr_slots; i++)
+		free((void *)t->slots[i].val);
+	hashtab_done(t);
+}

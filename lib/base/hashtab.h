@@ -52,6 +52,9 @@ void hashtab_clear(struct hashtab *t);
 /* Free the slots (not what the values point to) and reset *t to empty. */
 void hashtab_done(struct hashtab *t);
 
+/* hashtab_done() for a table whose values are pointers it owns: free() each first. */
+void hashtab_done_free(struct hashtab *t);
+
 /* The first slot to look at for hash h (free, or a candidate to compare). */
 static inline struct hashtab_slot *hashtab_first(const struct hashtab *t, uint64_t h)
 {

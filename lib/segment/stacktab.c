@@ -187,9 +187,7 @@ struct stacktab *stacktab_free(struct stacktab *t)
 {
 	if (!t)
 		return NULL;
-	for (size_t i = 0; i < t->entries.nr_slots; i++)
-		free((struct tab_entry *)t->entries.slots[i].val);
-	hashtab_done(&t->entries);
+	hashtab_done_free(&t->entries);
 	free(t->windows);
 	free(t->gens);
 	free(t->cpus);
