@@ -94,6 +94,8 @@ static uint64_t eval(struct run *r, const struct fx *x)
 
 static char *reserve(struct fout *o, size_t n)
 {
+	if (o->len + n <= o->cap)
+		return o->buf + o->len;
 	if (GREEDY_REALLOC(o->buf, o->cap, MAX(o->len + n, (size_t)256)) < 0) {
 		o->ok = false;
 		return NULL;

@@ -490,10 +490,11 @@ static int put_new_template(struct frame_columns *fc, const uint8_t *frame, cons
 /* An empty template table for n events. Returns 0 or -ENOMEM. */
 static int templates_start(struct frame_columns *fc, size_t n)
 {
+	/*
+	 * The table keeps the size of the frame with the most templates so
+	 * far: it grows only while that rises, and clearing it costs little.
+	 */
 	hashtab_clear(&fc->tslots);
-	/* room for a template per event: the walk below never allocates */
-	if (hashtab_reserve(&fc->tslots, n) < 0)
-		return -ENOMEM;
 	buf_reset(&fc->tpls);
 	return buf_reserve(&fc->tpls, n * sizeof(struct fc_tpl));
 }
@@ -547,7 +548,9 @@ int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame)
 				fc_vput(code, FC_C_TPL + (uint64_t)idx);
 		} else {
 			idx = nr++;
-			(void)hashtab_add(&fc->tslots, h, idx + 1);	/* cannot fail: reserved */
+			r = hashtab_add(&fc->tslots, h, idx + 1);
+			if (r < 0)
+				return r;
 			tpls[idx] = (struct fc_tpl){ h, en->off, en->off, 0, en->arr, en->k, en->type_len,
 						     { 0 } };
 			en->has_base = false;
