@@ -3,7 +3,8 @@
  * stackmapctl flamegraph: an interactive SVG flame graph of some segments
  * (lib/export/flamegraph.h over client/sample-source.h), differential against
  * baseline segments given with --diff or another window of the same ones
- * (--diff-since/--diff-until). Exit status as report's.
+ * (--diff-since/--diff-until). The title names the events; the subtitle
+ * the window, the filters and the source. Exit status as report's.
  */
 #include <getopt.h>
 
@@ -33,9 +34,48 @@ static int fg_sample(const struct sample *s, void *userdata)
 	return flamegraph_add_sample(ctx->fg, s, ctx->before);
 }
 
-static int write_svg(const struct flamegraph *fg, const char *path, const char *title)
+static int oom(void)
 {
-	struct flamegraph_options o = { .title = title, .count_name = "events" };
+	log_errno(LOG_ERR, -ENOMEM, "cannot build the flame graph");
+	return 1;
+}
+
+/* The options as given, for the subtitle: "--since -10min --cpu 1". */
+static int note_option(char **text, const struct option *opts, int c, const char *arg)
+{
+	for (const struct option *o = opts; o->name; o++)
+		if (o->val == c)
+			return strextendf(text, "%s--%s %s", *text ? " " : "", o->name, arg);
+	return 0;
+}
+
+/* "window and filters; N segments of SOURCE[; against ...]" */
+static int subtitle(char **ret, const char *filters, const struct selection *sel, int nsrc,
+		    char **src, const char *baseline)
+{
+	_cleanup_free_ char *t = NULL;
+	int r;
+
+	r = strextendf(&t, "%s; %zu segment%s of ", filters ?: "all events",
+		       sel->nr_paths, sel->nr_paths == 1 ? "" : "s");
+	for (int i = 0; r >= 0 && i < nsrc && i < 3; i++)
+		r = strextendf(&t, "%s%s", i ? ", " : "", src[i]);
+	if (r >= 0 && nsrc > 3)
+		r = strextendf(&t, " and %d more", nsrc - 3);
+	if (r >= 0 && nsrc == 0)
+		r = strextendf(&t, "the configured archive");
+	if (r >= 0 && baseline)
+		r = strextendf(&t, "; against %s", baseline);
+	if (r < 0)
+		return r;
+	*ret = steal_ptr(t);
+	return 0;
+}
+
+static int write_svg(const struct flamegraph *fg, const char *path, const char *title,
+		     const char *sub)
+{
+	struct flamegraph_options o = { .title = title, .subtitle = sub, .count_name = "events" };
 	_cleanup_free_ char *tmp = NULL;
 	FILE *f;
 	int r;
@@ -73,6 +113,7 @@ int cmd_flamegraph(int argc, char **argv)
 	struct sample_source_options so = { .progress_label = "flamegraph" };
 	const char *diff_since = NULL, *diff_until = NULL;
 	const char *out = NULL, *title = NULL;
+	_cleanup_free_ char *filters = NULL, *against = NULL, *sub = NULL;
 	struct fg_ctx ctx = { .fg = fg };
 	int c, r, nbase = 0, ret = 0;
 
@@ -89,14 +130,21 @@ int cmd_flamegraph(int argc, char **argv)
 			r = selection_option(&bsel, c, optarg);
 		if (r < 0)
 			return 2;
-		if (r > 0)
+		if (r > 0) {
+			if (c != SELECTION_OPT_CONFIG && note_option(&filters, opts, c, optarg) < 0)
+				return oom();
 			continue;
+		}
 		switch (c) {
 		case 'S':
 			diff_since = optarg;
+			if (note_option(&against, opts, c, optarg) < 0)
+				return oom();
 			break;
 		case 'U':
 			diff_until = optarg;
+			if (note_option(&against, opts, c, optarg) < 0)
+				return oom();
 			break;
 		case 'o':
 			out = optarg;
@@ -106,6 +154,8 @@ int cmd_flamegraph(int argc, char **argv)
 			break;
 		case 'd':
 			base[nbase++] = optarg;
+			if (strextendf(&against, "%s%s", against ? ", " : "", optarg) < 0)
+				return oom();
 			break;
 		case 'h':
 			printf("%s", fg_usage);
@@ -141,7 +191,9 @@ int cmd_flamegraph(int argc, char **argv)
 	if (r < 0)
 		return 1;
 	ret |= r;
-	r = write_svg(fg, out, title);
+	if (subtitle(&sub, filters, &sel, argc - optind, argv + optind, against) < 0)
+		return oom();
+	r = write_svg(fg, out, title, sub);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot write '%s'", out);
 		return 1;

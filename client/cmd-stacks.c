@@ -13,6 +13,7 @@
 #include "log.h"
 #include "selection.h"
 #include "segment.h"
+#include "stacktab-resolve.h"
 #include "stacktab.h"
 #include "util.h"
 

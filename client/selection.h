@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stacktab.h"
+#include "stacktab-resolve.h"
 #include "wallclock.h"
 
 struct decoded_event;

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* stackmapctl: control a running stackmapd and read its archives offline. */
+/*
+ * stackmapctl: control a running stackmapd and read its archives offline.
+ * This file owns the command table, the usage text and the dispatch; each
+ * command is in a cmd-*.c file (commands.h, commands-export.h).
+ */
 #include <getopt.h>
 
 #include "commands-export.h"
@@ -25,7 +29,7 @@ static const struct {
 	{ "folded", cmd_folded, "[--event NAME] SEGMENT...", "folded stacks for flame graphs" },
 	{ "top", cmd_top, "[--sort KEY] SEGMENT...", "hottest stacks per event type" },
 	{ "flamegraph", cmd_flamegraph, "-o FILE.svg SEGMENT...", "interactive flame graph (SVG)" },
-	{ "export", cmd_export, "--format F -o OUT SEG...", "write pprof or CSV" },
+	{ "export", cmd_export, "--format F -o OUT SEG...", "write pprof, CSV or trace.dat" },
 	{ "boot-cmdline", cmd_boot_cmdline, "[-c FILE]", "kernel arguments that start the same capture at boot" },
 };
 

@@ -175,6 +175,20 @@ static int check_stackmap(struct checker *ch)
 	return 0;
 }
 
+/* A sub-buffer size other than one page needs buffer_subbuf_size_kb (Linux 6.8). */
+static int check_subbuf(struct checker *ch)
+{
+	const struct config *c = ch->c;
+	const char *key = "trace.subbuf_size";
+
+	if (!c->subbuf_size_kb || c->subbuf_size_kb * 1024 == (uint64_t)getpagesize() ||
+	    has_file(ch->dir, "buffer_subbuf_size_kb"))
+		return 0;
+	return check_fail(ch, key, config_key_line(c, key),
+			  "this kernel cannot change the ring buffer's sub-buffer size "
+			  "(no buffer_subbuf_size_kb: Linux 6.8 or later)");
+}
+
 int config_check_tracefs(const struct config *c, const char *tracing_dir,
 			 const char *instance_dir, char **ret_error)
 {
@@ -192,6 +206,8 @@ int config_check_tracefs(const struct config *c, const char *tracing_dir,
 		r = check_clock(&ch);
 	if (r >= 0)
 		r = check_stackmap(&ch);
+	if (r >= 0)
+		r = check_subbuf(&ch);
 	if (r < 0 && ret_error)
 		*ret_error = steal_ptr(ch.error);
 	free(ch.error);

@@ -3,8 +3,8 @@
  * A stack id means one stack only within one lifetime of the kernel's map
  * (a generation). Each reset is bracketed by trace markers whose timestamps
  * bound the window in which an event's generation cannot be told from its
- * timestamp; lib/segment/stacktab.c resolves ids in that window only when both
- * generations agree. In strict mode tracing is paused and every reader
+ * timestamp; lib/segment/stacktab-resolve.c resolves ids in that window
+ * only when both generations agree. In strict mode tracing is paused and every reader
  * drained around the reset, and a per-CPU boundary record in each stream
  * makes the split exact.
  *

@@ -8,7 +8,7 @@
  * checked for changes made under our feet (tracing_check()).
  */
 #include "config.h"
-#include "cpu_reader.h"
+#include "cpu-reader.h"
 #include "generations.h"
 #include "log.h"
 #include "recorder-internal.h"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The recorder's state, shared by the files of the recorder module and
- * nothing else: recorder.c (lifecycle, flush barriers, timers),
- * recorder-segment.c (segment heads and tails), flight.c (the flight
+ * nothing else: recorder.c (lifecycle, flush barrier), recorder-readers.c,
+ * recorder-timers.c, recorder-segment.c (segment heads and tails),
+ * recorder-clock.c, recorder-health.c, recorder-flight.c (the flight
  * recorder) and recorder-status.c. Other modules, generations.c included,
  * see only recorder.h or the callbacks the recorder hands them.
  */
@@ -12,7 +13,7 @@
 #include <sys/utsname.h>
 
 #include "archive.h"
-#include "cpu_reader.h"
+#include "cpu-reader.h"
 #include "log.h"
 #include "recorder.h"
 #include "tracing.h"
@@ -114,8 +115,20 @@ struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_g
 #define FLUSH_SOON_USEC (100 * USEC_PER_MSEC)
 void recorder_flush_soon(struct recorder *rec);
 
-/* Read what the ring buffer holds on every CPU into the archive now; failures are logged. */
+/* recorder-readers.c: read what every CPU's ring buffer holds into the archive now; logs. */
 void recorder_drain_all(struct recorder *rec);
+
+/*
+ * recorder-readers.c: allocate the per-CPU tables and open (not start) a
+ * reader for each online CPU. Returns 0 or -errno; logs what it can name.
+ */
+int recorder_open_readers(struct recorder *rec);
+
+/*
+ * Open (not start) a reader for each online CPU into the tables
+ * recorder_open_readers() allocated, which hold none. Returns 0 or -errno.
+ */
+int recorder_open_online_readers(struct recorder *rec);
 
 /* Open (not start) a reader for cpu as readers[nr_readers++]. Returns 0 or -errno; logs. */
 int recorder_open_reader(struct recorder *rec, int cpu);
@@ -123,11 +136,22 @@ int recorder_open_reader(struct recorder *rec, int cpu);
 /* Keep the daemon's own tasks (readers included) out of the recording. Logs. */
 void recorder_exclude_self(struct recorder *rec);
 
+/*
+ * recorder-timers.c: add the loop's sources for rotation (the archive's
+ * request, the age timer), retention, the periodic flush, the health
+ * check and, for a flight recorder with a trigger, its poll. Returns 0 or
+ * a negative errno from sd-event.
+ */
+int recorder_add_timers(struct recorder *rec);
+
+/* recorder-timers.c: (re)arm the age timer for the open segment, or disable it. */
+void recorder_arm_age_timer(struct recorder *rec);
+
 /* recorder-health.c: hotplug, reader threads, tracefs under our feet. */
 void recorder_health_check(struct recorder *rec);
 int recorder_on_health_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
-/* Finish the current segment now (no flush). Returns 0 or -errno; logs. */
+/* recorder-timers.c: finish the current segment now (no flush). Returns 0 or -errno; logs. */
 int recorder_rotate_now(struct recorder *rec, const char *why, char **ret_path);
 
 /* recorder-clock.c: write a clock marker now (at segment start). */
@@ -155,13 +179,13 @@ int recorder_add_stack_ref_format(struct recorder *rec);
 /* uname, hostname, boot id and a random recording id, for META. */
 void recorder_read_host_identity(struct recorder *rec);
 
-/* flight.c: save what the buffer holds now into one segment; done() gets its path. */
+/* recorder-flight.c: save what the buffer holds now into one segment; done() gets its path. */
 int flight_capture(struct recorder *rec, recorder_done_fn done, void *userdata);
 
-/* flight.c: the trigger stopped the buffer: save it (logs). */
+/* recorder-flight.c: the trigger stopped the buffer: save it (logs). */
 void flight_trigger_save(struct recorder *rec);
 
-/* flight.c: timer callback polling the trigger every TRIGGER_POLL_USEC (userdata: rec). */
+/* recorder-flight.c: timer callback polling the trigger every TRIGGER_POLL_USEC (userdata: rec). */
 int flight_on_trigger_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 #endif

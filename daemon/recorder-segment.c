@@ -11,9 +11,9 @@
 #include <inttypes.h>
 
 #include "archive.h"
-#include "audit.h"
+#include "stack-audit.h"
 #include "config.h"
-#include "cpu_reader.h"
+#include "cpu-reader.h"
 #include "generations.h"
 #include "ksyms.h"
 #include "log.h"
@@ -195,8 +195,8 @@ static int segment_end(void *userdata, struct archive_segment *seg)
 		uint64_t refs = 0, unresolved = 0;
 
 		/* exactly what a reader of this segment will not resolve */
-		r = audit_unresolved(segment_writer_path(seg->writer), &rec->layout, &refs,
-				     &unresolved);
+		r = stack_audit_unresolved(segment_writer_path(seg->writer), &rec->layout,
+					   &refs, &unresolved);
 		if (r < 0)
 			log_errno(LOG_WARNING, r, "cannot count the unresolved stack ids of '%s', continuing",
 				  segment_writer_path(seg->writer));

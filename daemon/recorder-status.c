@@ -8,7 +8,7 @@
 
 #include "archive.h"
 #include "config.h"
-#include "cpu_reader.h"
+#include "cpu-reader.h"
 #include "generations.h"
 #include "recorder-internal.h"
 #include "tracing.h"

@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The recorder's lifecycle: binding to tracefs, start (archive, readers,
- * the stack map, tracing setup, loop sources), stop and free, reload, the
- * flush barriers that snapshot, rotation and the stack-map resets wait on,
- * and the loop's timers (rotation by size or age, periodic flush and
- * stack-map tick). The segments' heads and tails are recorder-segment.c,
- * the flight recorder flight.c, status recorder-status.c.
+ * The recorder's lifecycle and its flush barrier: new (binding to
+ * tracefs), start (in the order tracefs and the archive need it), stop,
+ * reload and free; and the barrier that snapshots, rotations, stack-map
+ * resets and stop wait on until every reader has flushed. The other jobs
+ * have files of their own: the readers recorder-readers.c, the loop's
+ * timers recorder-timers.c, the segments' heads and tails
+ * recorder-segment.c, the clock pairs recorder-clock.c, the health check
+ * recorder-health.c, the flight recorder recorder-flight.c, status
+ * recorder-status.c.
  */
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
 #include "archive.h"
 #include "config.h"
-#include "cpu_reader.h"
+#include "cpu-reader.h"
 #include "generations.h"
 #include "ksyms.h"
 #include "log.h"
@@ -21,7 +24,6 @@
 #include "util.h"
 
 #define DEDUP_MAX_STACKS (1u << 20)
-#define RETENTION_INTERVAL_USEC USEC_PER_SEC
 
 bool recorder_flight(const struct recorder *rec)
 {
@@ -161,110 +163,6 @@ static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	return 0;
 }
 
-int recorder_rotate_now(struct recorder *rec, const char *why, char **ret_path)
-{
-	static struct log_ratelimit rl = LOG_RATELIMIT_INIT;
-	int r = archive_rotate(rec->archive, false, ret_path);
-
-	if (r < 0)
-		return log_ratelimit_errno(&rl, LOG_ERR, r,
-					   "cannot finish the segment (%s), continuing in it", why);
-	return 0;
-}
-
-static int on_rotate_request(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct recorder *rec = userdata;
-
-	/* a reset in progress ends with a rotation of its own */
-	if (archive_take_rotate_request(rec->archive) && rec->state == RECORDER_RECORDING &&
-	    !(rec->gens && generations_busy(rec->gens)))
-		(void)recorder_rotate_now(rec, "size or age", NULL);
-	return 0;
-}
-
-static void arm_age_timer(struct recorder *rec)
-{
-	uint64_t left = archive_age_left(rec->archive);
-
-	if (left == UINT64_MAX) {
-		(void)sd_event_source_set_enabled(rec->age_timer, SD_EVENT_OFF);
-		return;
-	}
-	(void)sd_event_source_set_time_relative(rec->age_timer, MAX(left, USEC_PER_SEC / 10));
-	(void)sd_event_source_set_enabled(rec->age_timer, SD_EVENT_ONESHOT);
-}
-
-static int on_age_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct recorder *rec = userdata;
-
-	if (rec->state == RECORDER_RECORDING && archive_rotation_due(rec->archive) &&
-	    !(rec->gens && generations_busy(rec->gens)))
-		(void)recorder_rotate_now(rec, "age", NULL);
-	arm_age_timer(rec);
-	return 0;
-}
-
-/* Retention on a timer too: space is freed even when no segment is finished (a full disk). */
-static int on_retention_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct recorder *rec = userdata;
-
-	if (rec->state == RECORDER_RECORDING)
-		archive_enforce_retention(rec->archive);
-	return sd_event_source_set_time_relative(s, RETENTION_INTERVAL_USEC);
-}
-
-static void flushed_periodic(struct recorder *rec, struct flush_op *op)
-{
-}
-
-void recorder_flush_soon(struct recorder *rec)
-{
-	uint64_t due;
-
-	if (!rec->flush_timer)
-		return;
-	if (sd_event_source_get_time(rec->flush_timer, &due) < 0 ||
-	    due > now_usec(CLOCK_MONOTONIC) + FLUSH_SOON_USEC)
-		(void)sd_event_source_set_time_relative(rec->flush_timer, FLUSH_SOON_USEC);
-}
-
-static int on_flush_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct recorder *rec = userdata;
-
-	/* bound what a power cut can lose: partial pages go to the archive too */
-	if (rec->state == RECORDER_RECORDING && !recorder_flight(rec)) {
-		(void)recorder_flush_all(rec, NULL, flushed_periodic, NULL, NULL);
-		recorder_clock_tick(rec);
-		if (rec->gens)
-			generations_tick(rec->gens);
-	}
-	(void)sd_event_source_set_time_relative(s, rec->cfg->snapshot_interval_usec);
-	return 0;
-}
-
-/*
- * Reading pages allocates and schedules: left in, the recorder would record
- * itself (tens of thousands of events a second on an idle machine).
- */
-void recorder_exclude_self(struct recorder *rec)
-{
-	int pids[1 + 256];
-	size_t n = 0;
-	int r;
-
-	pids[n++] = getpid();
-	for (unsigned i = 0; i < rec->nr_readers && n < ARRAY_SIZE(pids); i++)
-		if (cpu_reader_tid(rec->readers[i]))
-			pids[n++] = cpu_reader_tid(rec->readers[i]);
-	r = tracing_exclude_pids(rec->tracing, pids, n);
-	if (r < 0 && r != -EOPNOTSUPP)
-		log_errno(LOG_WARNING, r, "cannot exclude the recorder's own tasks, continuing");
-}
-
 /* The kernel stack map, where the config wants it and the kernel has it. */
 static int setup_stackmap(struct recorder *rec)
 {
@@ -304,111 +202,6 @@ static struct rotation_policy policy_of(const struct config *c)
 	};
 
 	return p;
-}
-
-static int open_readers(struct recorder *rec)
-{
-	int n = tracing_nr_cpus(rec->tracing);
-
-	if (n <= 0)
-		return -ENODEV;
-	rec->nr_cpus = (unsigned)n;
-	rec->readers = calloc(rec->nr_cpus, sizeof(*rec->readers));
-	/* the column encoder needs every recorded event's layout; the texts stay in files */
-	free(rec->formats);
-	rec->formats = calloc(rec->nr_files + 1, sizeof(*rec->formats));
-	if (!rec->formats)
-		return -ENOMEM;
-	rec->nr_formats = 0;
-	for (size_t i = 0; i < rec->nr_files; i++)
-		if (startswith(rec->files[i].name, "events/") &&
-		    strstr(rec->files[i].name, "/format"))
-			rec->formats[rec->nr_formats++] = rec->files[i].data;
-	rec->kstats_base = calloc(rec->nr_cpus, sizeof(*rec->kstats_base));
-	rec->rate_events = calloc(rec->nr_cpus, sizeof(*rec->rate_events));
-	rec->cpu_status = calloc(rec->nr_cpus, sizeof(*rec->cpu_status));
-	if (!rec->readers || !rec->kstats_base || !rec->rate_events || !rec->cpu_status)
-		return -ENOMEM;
-	for (int cpu = 0; cpu < n; cpu++) {
-		int r;
-
-		/* one that comes online later is added by the health check */
-		if (!tracing_cpu_online(rec->tracing, cpu))
-			continue;
-		r = recorder_open_reader(rec, cpu);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-int recorder_open_reader(struct recorder *rec, int cpu)
-{
-	struct cpu_reader_params p = {
-		.instance = tracing_instance(rec->tracing),
-		.cpu = cpu,
-		.layout = &rec->layout,
-		.dedup = rec->layout.stack_ref_id >= 0 ? rec->dedup : NULL,
-		.archive = rec->archive,
-		.frame_size = rec->cfg->frame_size,
-		.compression_level = rec->cfg->compression_level,
-		.columns = rec->cfg->frame_encoding == CONFIG_FRAME_COLUMNS,
-		.stack_time_event = rec->cfg->stack_time == CONFIG_STACK_TIME_EVENT,
-		.formats = (const char *const *)rec->formats,
-		.nr_formats = rec->nr_formats,
-		.notify_fd = rec->notify_fd,
-	};
-	int r;
-
-	r = cpu_reader_new(&p, &rec->readers[rec->nr_readers]);
-	if (r < 0)
-		return log_errno(LOG_ERR, r, "cannot open the ring buffer of CPU %d", cpu);
-	rec->nr_readers++;
-	return 0;
-}
-
-static int add_sources(struct recorder *rec)
-{
-	int r;
-
-	r = sd_event_add_io(rec->event, &rec->notify_src, rec->notify_fd, EPOLLIN, on_notify, rec);
-	if (r < 0)
-		return r;
-	r = sd_event_add_io(rec->event, &rec->rotate_src, archive_rotate_fd(rec->archive), EPOLLIN,
-			    on_rotate_request, rec);
-	if (r < 0)
-		return r;
-	r = sd_event_add_time_relative(rec->event, &rec->age_timer, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
-				       on_age_timer, rec);
-	if (r < 0)
-		return r;
-	arm_age_timer(rec);
-	/* a segment open now has just opened: its clock marker is read soon */
-	r = sd_event_add_time_relative(rec->event, &rec->flush_timer, CLOCK_MONOTONIC,
-				       archive_is_open(rec->archive) ? FLUSH_SOON_USEC :
-				       rec->cfg->snapshot_interval_usec, 0, on_flush_timer, rec);
-	if (r < 0)
-		return r;
-	r = sd_event_source_set_enabled(rec->flush_timer, SD_EVENT_ON);
-	if (r < 0)
-		return r;
-	r = sd_event_add_time_relative(rec->event, &rec->retention_timer, CLOCK_MONOTONIC,
-				       RETENTION_INTERVAL_USEC, 0, on_retention_timer, rec);
-	if (r >= 0)
-		r = sd_event_source_set_enabled(rec->retention_timer, SD_EVENT_ON);
-	if (r < 0)
-		return r;
-	r = sd_event_add_time_relative(rec->event, &rec->health_timer, CLOCK_MONOTONIC,
-				       HEALTH_CHECK_USEC, 0, recorder_on_health_timer, rec);
-	if (r >= 0)
-		r = sd_event_source_set_enabled(rec->health_timer, SD_EVENT_ON);
-	if (r < 0 || !recorder_flight(rec) || !rec->cfg->flight_trigger)
-		return r;
-	r = sd_event_add_time_relative(rec->event, &rec->trigger_timer, CLOCK_MONOTONIC,
-				       TRIGGER_POLL_USEC, 0, flight_on_trigger_timer, rec);
-	if (r < 0)
-		return r;
-	return sd_event_source_set_enabled(rec->trigger_timer, SD_EVENT_ON);
 }
 
 /* Close the readers and put tracing back as it was. */
@@ -451,17 +244,6 @@ static int load_kernel_facts(struct recorder *rec)
 	return 0;
 }
 
-void recorder_drain_all(struct recorder *rec)
-{
-	for (unsigned i = 0; i < rec->nr_readers; i++) {
-		int r = cpu_reader_drain(rec->readers[i]);
-
-		if (r < 0)
-			log_errno(LOG_WARNING, r, "cannot read the buffer of CPU %d, continuing",
-				  cpu_reader_cpu(rec->readers[i]));
-	}
-}
-
 /* Boot capture may have filled the buffer: keep it before anything can clear it. Logs. */
 static int keep_buffered(struct recorder *rec)
 {
@@ -483,6 +265,37 @@ static int keep_buffered(struct recorder *rec)
 	return 0;
 }
 
+/*
+ * After a boot capture was saved: the configured sub-buffer size, with a
+ * segment of its own (a segment's head names its page size) and readers
+ * that read pages of that size. Logs.
+ */
+static int switch_subbuf(struct recorder *rec)
+{
+	int r;
+
+	if (!tracing_subbuf_pending(rec->tracing))
+		return 0;
+	if (archive_is_open(rec->archive)) {
+		r = archive_rotate(rec->archive, true, NULL);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot finish the segment of drained events");
+	}
+	for (unsigned i = 0; i < rec->nr_readers; i++)
+		rec->readers[i] = cpu_reader_free(rec->readers[i]);
+	rec->nr_readers = 0;
+	r = tracing_setup_subbuf(rec->tracing);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot set the ring buffer's sub-buffer size");
+	r = recorder_setup_layout(rec);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot read the ring-buffer page format");
+	r = recorder_open_online_readers(rec);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot open the readers");
+	return 0;
+}
+
 int recorder_start(struct recorder *rec, sd_event *e,
 		   void (*on_segment)(void *userdata, const char *path), void *userdata)
 {
@@ -500,6 +313,18 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	rec->event = sd_event_ref(e);
 	rec->on_segment = on_segment;
 	rec->userdata = userdata;
+	/*
+	 * The sub-buffer size first, so that the page layout and the readers
+	 * have it; a buffer holding a boot capture is kept at its size until
+	 * its events are saved (switch_subbuf()).
+	 */
+	if (recorder_flight(rec) || !tracing_buffer_has_data(rec->tracing)) {
+		r = tracing_setup_subbuf(rec->tracing);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "cannot set the ring buffer's sub-buffer size");
+			goto fail;
+		}
+	}
 	r = load_kernel_facts(rec);
 	if (r < 0)
 		goto fail;
@@ -511,7 +336,7 @@ int recorder_start(struct recorder *rec, sd_event *e,
 		log_errno(LOG_ERR, r, "cannot open the archive directory '%s'", rec->cfg->directory);
 		goto fail;
 	}
-	r = open_readers(rec);
+	r = recorder_open_readers(rec);
 	if (r < 0)
 		goto fail;
 	/* before the first segment opens, so that its head says which stacks it holds */
@@ -526,6 +351,9 @@ int recorder_start(struct recorder *rec, sd_event *e,
 			goto fail;
 		}
 		r = keep_buffered(rec);
+		if (r < 0)
+			goto fail;
+		r = switch_subbuf(rec);
 		if (r < 0)
 			goto fail;
 	}
@@ -560,7 +388,9 @@ int recorder_start(struct recorder *rec, sd_event *e,
 		}
 	}
 	recorder_exclude_self(rec);
-	r = add_sources(rec);
+	r = sd_event_add_io(rec->event, &rec->notify_src, rec->notify_fd, EPOLLIN, on_notify, rec);
+	if (r >= 0)
+		r = recorder_add_timers(rec);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot set up the event loop");
 		goto fail_tracing;
@@ -626,7 +456,7 @@ static void finish_after_flush(struct recorder *rec, struct flush_op *op)
 	int r;
 
 	r = archive_rotate(rec->archive, false, &path);
-	arm_age_timer(rec);
+	recorder_arm_age_timer(rec);
 	if (op->done)
 		op->done(op->userdata, r, path);
 }
@@ -662,7 +492,7 @@ int recorder_reload(struct recorder *rec, const struct config *c)
 	if (rec->flush_timer)
 		(void)sd_event_source_set_time_relative(rec->flush_timer, c->snapshot_interval_usec);
 	if (rec->archive) {
-		arm_age_timer(rec);
+		recorder_arm_age_timer(rec);
 		archive_enforce_retention(rec->archive);
 	}
 	return 0;

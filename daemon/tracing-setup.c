@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "stack-expect.h"
 #include "tracing-internal.h"
 #include "util.h"
 
@@ -36,11 +37,6 @@ static bool option_is_on(const struct tracing *t, const char *name)
 	if (tracing_pathf(path, "%s/options/%s", t->instance_dir, name) < 0)
 		return false;
 	return tracing_read_value(path, &cur) >= 0 && streq(cur, "1");
-}
-
-static bool event_wants_stack(const struct config *c, const struct config_event *ev)
-{
-	return c->stacktrace_all || ev->stacktrace;
 }
 
 /*
@@ -86,7 +82,7 @@ static int setup_options(struct tracing *t, bool *ret_option_stacks)
 		return r;
 	if (tracing_exists(path)) {
 		for (unsigned i = 0; i < c->nr_events; i++)
-			if (!event_wants_stack(c, &c->events[i]))
+			if (!stack_expect_config(c, &c->events[i]))
 				all_want = false;
 		if (c->stacktrace_all) {
 			r = tracing_set_value(t, path, "1");
@@ -287,7 +283,7 @@ int tracing_setup_events(struct tracing *t)
 	for (unsigned i = 0; i < c->nr_events; i++) {
 		const struct config_event *ev = &c->events[i];
 
-		r = setup_event(t, ev, !option_stacks && event_wants_stack(c, ev));
+		r = setup_event(t, ev, !option_stacks && stack_expect_config(c, ev));
 		if (r < 0)
 			goto fail;
 	}
@@ -399,6 +395,45 @@ static int setup_clock(struct tracing *t, const char *want)
 	if (streq(cur, want))
 		return 0;
 	return tracing_change(t, path, want, cur, true);
+}
+
+/* The configured sub-buffer size in KiB, or 0 when it stays as it is. */
+static uint64_t subbuf_wanted(struct tracing *t)
+{
+	uint64_t want = t->config->subbuf_size_kb;
+	int have;
+
+	if (!want)
+		return 0;
+	have = tracing_page_size(t);
+	return have > 0 && (uint64_t)have == want * 1024 ? 0 : want;
+}
+
+bool tracing_subbuf_pending(struct tracing *t)
+{
+	return subbuf_wanted(t) != 0;
+}
+
+int tracing_setup_subbuf(struct tracing *t)
+{
+	_cleanup_free_ char *cur = NULL;
+	char path[PATH_MAX], value[32];
+	uint64_t want = subbuf_wanted(t);
+	int r;
+
+	if (!want)
+		return 0;
+	r = tracing_pathf(path, "%s/buffer_subbuf_size_kb", t->instance_dir);
+	if (r < 0)
+		return r;
+	r = tracing_read_value(path, &cur);
+	if (r == -ENOENT)
+		return -EOPNOTSUPP;
+	if (r < 0)
+		return r;
+	(void)snprintf(value, sizeof(value), "%" PRIu64, want);
+	r = tracing_change(t, path, value, cur, true);
+	return r < 0 ? r : 1;
 }
 
 int tracing_setup_buffer(struct tracing *t)

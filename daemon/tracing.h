@@ -92,6 +92,18 @@ int tracing_setup_events(struct tracing *t);
 int tracing_setup_buffer(struct tracing *t);
 
 /*
+ * Set the ring buffer's sub-buffer size to the configured one (undone at
+ * exit). Changing it empties the buffer, and every page read afterwards
+ * has the new size. Returns 1 if it changed, 0 if it already had that
+ * size or none is configured, -EOPNOTSUPP if the kernel cannot change it
+ * (before Linux 6.8), other -errno.
+ */
+int tracing_setup_subbuf(struct tracing *t);
+
+/* Whether tracing_setup_subbuf() would change the sub-buffer size. */
+bool tracing_subbuf_pending(struct tracing *t);
+
+/*
  * Undo every change in reverse order and remove the instance if we
  * created it (after tracing_on = 0). With keep_tracing in the config,
  * change nothing and forget the changes: the capture keeps running. An

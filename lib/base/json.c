@@ -4,6 +4,7 @@
  * --json output of stackmapctl, and the small reader the client uses for
  * control replies. Strings are UTF-8; invalid sequences are never written.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -107,6 +108,7 @@ static bool w_value_start(struct json_writer *w, const char *key)
 
 void json_writer_init(struct json_writer *w, size_t max)
 {
+	assert(w);
 	*w = (struct json_writer){ .max = max ? max : JSON_TEXT_MAX_DEFAULT };
 }
 
@@ -144,26 +146,33 @@ static void w_close(struct json_writer *w, bool object)
 
 void json_object_open(struct json_writer *w, const char *key)
 {
+	assert(w);
 	w_open(w, key, true);
 }
 
 void json_object_close(struct json_writer *w)
 {
+	assert(w);
 	w_close(w, true);
 }
 
 void json_array_open(struct json_writer *w, const char *key)
 {
+	assert(w);
 	w_open(w, key, false);
 }
 
 void json_array_close(struct json_writer *w)
 {
+	assert(w);
 	w_close(w, false);
 }
 
 void json_add_stringn(struct json_writer *w, const char *key, const char *s, size_t len)
 {
+	assert(w);
+	assert(s || len == 0);
+
 	if (!w_value_start(w, key))
 		return;
 	if (s)
@@ -181,6 +190,8 @@ void json_add_int(struct json_writer *w, const char *key, int64_t v)
 {
 	char s[32];
 
+	assert(w);
+
 	if (!w_value_start(w, key))
 		return;
 	(void)snprintf(s, sizeof(s), "%" PRId64, v);
@@ -191,6 +202,8 @@ void json_add_uint(struct json_writer *w, const char *key, uint64_t v)
 {
 	char s[32];
 
+	assert(w);
+
 	if (!w_value_start(w, key))
 		return;
 	(void)snprintf(s, sizeof(s), "%" PRIu64, v);
@@ -199,6 +212,8 @@ void json_add_uint(struct json_writer *w, const char *key, uint64_t v)
 
 void json_add_bool(struct json_writer *w, const char *key, bool v)
 {
+	assert(w);
+
 	if (w_value_start(w, key))
 		w_puts(w, v ? "true" : "false");
 }
@@ -206,6 +221,8 @@ void json_add_bool(struct json_writer *w, const char *key, bool v)
 void json_add_double(struct json_writer *w, const char *key, double v)
 {
 	char s[40];
+
+	assert(w);
 
 	if (!w_value_start(w, key))
 		return;
@@ -221,6 +238,8 @@ void json_add_double(struct json_writer *w, const char *key, double v)
 
 void json_add_null(struct json_writer *w, const char *key)
 {
+	assert(w);
+
 	if (w_value_start(w, key))
 		w_puts(w, "null");
 }
@@ -230,6 +249,9 @@ int json_writer_finish(struct json_writer *w, char **ret_text, size_t *ret_len)
 	char *text;
 	size_t len;
 	int r;
+
+	assert(w);
+	assert(ret_text);
 
 	if (!w->error && (w->depth != 0 || !w->has_items[0]))
 		w_fail(w, -EINVAL);
@@ -545,6 +567,9 @@ int json_parse(const char *text, size_t len, struct json_value **ret)
 	struct parser p = { .s = text, .len = len };
 	struct json_value *v = NULL;
 	int r;
+
+	assert(text || len == 0);
+	assert(ret);
 
 	r = parse_value(&p, &v);
 	if (r < 0)

@@ -3,6 +3,7 @@
  * String interning (strmap.h): strings in an array in insertion order,
  * found through a hash table (hashtab.h) of their indexes.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +42,15 @@ struct strmap *strmap_free(struct strmap *m)
 
 int strmap_intern(struct strmap *m, const char *s, size_t len, size_t *ret_idx)
 {
-	uint64_t h = hash_bytes(s, len);
 	struct hashtab_slot *slot;
 	char *copy;
+	uint64_t h;
 
+	assert(m);
+	assert(s || len == 0);
+	assert(ret_idx);
+
+	h = hash_bytes(s, len);
 	hashtab_foreach_candidate(slot, &m->index, h) {
 		const struct strmap_item *it = &m->items[slot->val - 1];
 
@@ -69,11 +75,14 @@ int strmap_intern(struct strmap *m, const char *s, size_t len, size_t *ret_idx)
 
 size_t strmap_size(const struct strmap *m)
 {
+	assert(m);
 	return m->nr;
 }
 
 const char *strmap_get(const struct strmap *m, size_t idx, size_t *ret_len)
 {
+	assert(m);
+
 	if (ret_len)
 		*ret_len = m->items[idx].len;
 	return m->items[idx].s;
@@ -81,5 +90,6 @@ const char *strmap_get(const struct strmap *m, size_t idx, size_t *ret_len)
 
 uint64_t *strmap_counter(struct strmap *m, size_t idx)
 {
+	assert(m);
 	return &m->items[idx].counter;
 }

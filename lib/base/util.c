@@ -71,6 +71,28 @@ int greedy_realloc0(void **p, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
+int strextendf(char **s, const char *fmt, ...)
+{
+	_cleanup_free_ char *add = NULL;
+	size_t have = *s ? strlen(*s) : 0, n;
+	va_list ap;
+	char *t;
+	int r;
+
+	va_start(ap, fmt);
+	r = vstrprintf(&add, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return r;
+	n = strlen(add);
+	t = realloc(*s, have + n + 1);
+	if (!t)
+		return -ENOMEM;
+	memcpy(t + have, add, n + 1);
+	*s = t;
+	return 0;
+}
+
 int read_file(const char *path, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;

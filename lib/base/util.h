@@ -2,7 +2,7 @@
 /*
  * Small helpers shared by the daemon, the client and the tests: cleanup
  * attributes, ownership transfer, growing arrays, time, and checked string
- * formatting.
+ * formatting; and the rule that assert() is never compiled out.
  */
 #ifndef STACKMAPD_UTIL_H
 #define STACKMAPD_UTIL_H
@@ -18,6 +18,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/*
+ * assert() checks our own bugs at the entry points of lib/ (a NULL where
+ * a pointer is required, a size or state the caller guarantees): it stays
+ * on in every build, or a wrong caller fails later somewhere else.
+ */
+#ifdef NDEBUG
+#error "stackmapd is built with assert() on: do not define NDEBUG"
+#endif
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
@@ -161,6 +170,12 @@ int strprintf(char **ret, const char *fmt, ...) _printf_(2, 3);
 
 /* strprintf() with the arguments as a va_list. */
 int vstrprintf(char **ret, const char *fmt, va_list ap) _printf_(2, 0);
+
+/*
+ * Append the formatted text to the allocated string *s (NULL: start one).
+ * Returns 0 or -ENOMEM; *s is untouched on failure.
+ */
+int strextendf(char **s, const char *fmt, ...) _printf_(2, 3);
 
 /*
  * Read a whole file (tracefs files report size 0, so read until EOF).

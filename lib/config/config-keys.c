@@ -307,6 +307,19 @@ static int parse_group(struct parse_state *s, const struct config_key *k, const 
 }
 
 #define CFG_FIELD(f) offsetof(struct config, f)
+/* A sub-buffer: a power of two the kernel takes (its pages, order 0 to 7). */
+static int parse_subbuf_size(struct parse_state *s, const struct config_key *k, const char *v,
+			     void *field, char **m)
+{
+	int r = parse_buffer_size(s, k, v, field, m);
+	uint64_t kb = FIELD(uint64_t);
+
+	if (r < 0 || kb == 0)
+		return r;
+	if (kb & (kb - 1))
+		return strprintf(m, "'%s' is not a power of two (4K, 8K, ... 512K)", v) ?: -EINVAL;
+	return 0;
+}
 
 #define KEY(sec, key, fn, type_, off, ...)                                              \
 	{ .section = sec, .name = key, .parse = fn, .type = type_, .offset = off, __VA_ARGS__ }
@@ -319,6 +332,8 @@ const struct config_key config_keys[] = {
 	KEY("trace", "stacktrace", parse_deferred, FIELD_DEFERRED, 0, .restart = true),
 	KEY("trace", "buffer_size", parse_buffer_size, FIELD_U64, CFG_FIELD(buffer_size_kb),
 	    RANGE(4 * KB, 1 * GB), .restart = true),
+	KEY("trace", "subbuf_size", parse_subbuf_size, FIELD_U64, CFG_FIELD(subbuf_size_kb),
+	    RANGE(4 * KB, 512 * KB), .restart = true),
 	KEY("trace", "clock", parse_clock, FIELD_STRING, CFG_FIELD(clock), .restart = true),
 	KEY("trace", "stackmap", parse_enum, FIELD_ENUM, CFG_FIELD(stackmap),
 	    .choices = stackmap_names, .restart = true),

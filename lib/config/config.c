@@ -16,6 +16,7 @@
  * "filter.kmem:kmalloc = ..." in two (we split at '=' ourselves); an
  * over-long line is read in pieces (we report it).
  */
+#include <assert.h>
 #include <stdarg.h>
 
 #include <ini.h>
@@ -494,6 +495,8 @@ int config_init(struct config *c)
 {
 	_cleanup_free_ char *msg = NULL;
 
+	assert(c);
+
 	*c = (struct config){
 		.stackmap = CONFIG_STACKMAP_AUTO,
 		.record_mode = CONFIG_RECORD_STREAM,
@@ -547,6 +550,10 @@ int config_load_string(struct config *c, const char *name, const char *text, cha
 	};
 	int r;
 
+	assert(c);
+	assert(name);
+	assert(text);
+
 	memset(c->key_lines, 0, sizeof(c->key_lines));
 	r = config_replace_string(&c->path, name);
 	if (r >= 0)
@@ -578,6 +585,9 @@ int config_load(struct config *c, const char *path, char **ret_error)
 	_cleanup_free_ char *text = NULL;
 	size_t len;
 	int r;
+
+	assert(c);
+	assert(path);
 
 	r = read_file(path, &text, &len);
 	if (r < 0) {
@@ -622,9 +632,11 @@ static int check_fail(char **ret_error, const char *fmt, ...)
 
 int config_check(const struct config *c, char **ret_error)
 {
-	const char *path = c->path ?: "defaults";
+	const char *path;
 	char a[32], b[32];
 
+	assert(c);
+	path = c->path ?: "defaults";
 	if (c->nr_events == 0)
 		return check_fail(ret_error, "%s: no events (trace.events needs at least one)",
 				  path);
@@ -645,22 +657,4 @@ int config_check(const struct config *c, char **ret_error)
 				  "finished segments, but with segment_size = 0 and segment_age = "
 				  "0 no segment is ever finished in stream mode", path);
 	return 0;
-}
-
-int config_stack_events(const char *text,
-			void (*fn)(const char *system, const char *name, void *userdata),
-			void *userdata)
-{
-	struct config c;
-	int r;
-
-	r = config_init(&c);
-	if (r < 0)
-		return r;
-	r = config_load_string(&c, "config", text, NULL);
-	for (unsigned i = 0; r >= 0 && i < c.nr_events; i++)
-		if (c.stacktrace_all || c.events[i].stacktrace)
-			fn(c.events[i].system, c.events[i].name, userdata);
-	config_done(&c);
-	return r < 0 ? r : 0;
 }

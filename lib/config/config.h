@@ -66,6 +66,7 @@ struct config {
 	unsigned nr_events;
 	bool stacktrace_all;		/* stacktrace = all */
 	uint64_t buffer_size_kb;	/* per CPU; 0 = leave as is */
+	uint64_t subbuf_size_kb;	/* ring-buffer sub-buffer (page); 0 = leave as is */
 	char *clock;			/* trace clock; NULL = leave as is */
 	enum config_stackmap stackmap;
 	bool keep_tracing;		/* leave tracing running on exit */
@@ -130,15 +131,6 @@ int config_load(struct config *c, const char *path, char **ret_error);
 
 /* Same as config_load from a string (name is used in messages). */
 int config_load_string(struct config *c, const char *name, const char *text, char **ret_error);
-
-/*
- * For a config text (the one a segment stores), call fn with the system
- * and name of each event it records with a kernel stack. Returns 0, or
- * -errno when the text does not load (then fn is never called).
- */
-int config_stack_events(const char *text,
-			void (*fn)(const char *system, const char *name, void *userdata),
-			void *userdata);
 
 /*
  * The line "section.name" (e.g. "trace.clock") was set on in the file c

@@ -4,6 +4,7 @@
  * formatting "COMMAND key=value ..." packets, and starting or formatting a
  * JSON reply. The JSON itself is lib/base/json.c's.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 
@@ -79,10 +80,12 @@ static bool take_word(const char *in, size_t len, size_t *pos, char *out, size_t
 int ctl_command_parse(const void *data, size_t len, struct ctl_command *ret, const char **ret_error)
 {
 	const char *in = data;
-	char *out = ret->text;
 	size_t pos = 0, o = 0, i;
 	uint32_t cp;
+	char *out;
 
+	assert(ret);
+	out = ret->text;
 	if (len > CTL_REQUEST_MAX)
 		PARSE_FAIL(-EMSGSIZE, "request longer than 4096 bytes");
 	if (len > 0 && memchr(in, '\0', len))
@@ -174,9 +177,11 @@ const char *ctl_args_get(const struct ctl_args *args, const char *key)
 
 int ctl_command_format(struct buf *b, const char *command, const struct ctl_args *args)
 {
-	size_t start = b->len;
+	size_t start;
 	int r;
 
+	assert(b);
+	start = b->len;
 	if (!command || !word_valid(command))
 		return -EINVAL;
 	if (args && args->n > CTL_ARGS_MAX)
@@ -215,6 +220,8 @@ int ctl_command_format(struct buf *b, const char *command, const struct ctl_args
 
 void ctl_reply_begin(struct json_writer *w, bool ok)
 {
+	assert(w);
+
 	json_object_open(w, NULL);
 	json_add_int(w, "version", CTL_PROTO_VERSION);
 	json_add_bool(w, "ok", ok);
@@ -225,6 +232,8 @@ int ctl_reply_format_error(int error, const char *message, char **ret_text)
 	struct json_writer w;
 	const char *name = NULL;
 	int r;
+
+	assert(ret_text);
 
 	json_writer_init(&w, 0);
 	ctl_reply_begin(&w, false);

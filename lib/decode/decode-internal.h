@@ -13,6 +13,7 @@
 
 #include "decode.h"
 #include "segment-meta.h"
+#include "stack-expect.h"
 #include "util.h"
 #include "wallclock.h"
 
@@ -38,7 +39,6 @@ struct tep_handle;
 #define DECODE_COMMON_END 8			/* the common fields end here in every kernel */
 #define DECODE_MAX_PRINTK_LEN ((size_t)16 << 20)
 #define DECODE_MAX_PRINTK_LINES 200000
-#define DECODE_MAX_EVENT_TYPES 65536		/* event type ids are 16 bits */
 
 /* One item of a CPU's stream in a segment: a PAGES payload, or a strict boundary. */
 struct item {
@@ -88,8 +88,8 @@ struct decoder_segment {
 	size_t nr_clocks;
 	bool wall_placed;		/* the filter's real-time window applies, by clocks */
 	uint64_t wall_since, wall_until;	/* that window */
-	/* event types recorded with a stack, by the stored config (a bit per type) */
-	uint8_t wants_stack[DECODE_MAX_EVENT_TYPES / 8];
+	/* event types recorded with a stack, by the stored config (stack-expect.h) */
+	struct stack_expect_types wants_stack;
 
 	/* second pass: the first pass's reader fetches each selected frame at its offset */
 	struct cpu_stream *cpus;	/* indexed by CPU */
@@ -155,16 +155,6 @@ size_t decode_drop_short_printk(char *text, size_t len);
  * then may libtraceevent print it.
  */
 bool decode_record_fits(const struct decoder_segment *s, const void *data, int size);
-
-/*
- * Which event types of s the recording asked a stack for (every event of
- * the stored config with stacktrace, all of them with stacktrace = all):
- * sets s->wants_stack. Without a config that parses, none.
- */
-void decode_find_stack_events(struct decoder_segment *s);
-
-/* Whether events of this type come with a stack (decode_find_stack_events()). */
-bool decode_wants_stack(const struct decoder_segment *s, int type);
 
 /*
  * The frames of a kernel_stack entry (size bytes at data) into ev, in

@@ -17,6 +17,7 @@
  * records in file order, reading and decompressing each frame once, at its
  * offset, when that CPU needs it: nothing is queued for other CPUs.
  */
+#include <assert.h>
 #include <endian.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -27,7 +28,7 @@
 #include "decode-internal.h"
 #include "ksyms.h"
 #include "segment.h"
-#include "stacktab.h"
+#include "stacktab-resolve.h"
 #include "util.h"
 
 /* ---- first pass ---- */
@@ -47,37 +48,49 @@ void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...)
 
 const char *decoder_segment_error(const struct decoder_segment *s, size_t i)
 {
+	assert(s);
 	return i < s->nr_errors ? s->errors[i] : NULL;
 }
 
 const char *decoder_segment_unfinished(const struct decoder_segment *s)
 {
+	assert(s);
 	return s->unfinished;
 }
 
 struct stacktab *decoder_segment_stacktab(const struct decoder_segment *s)
 {
+	assert(s);
 	return s->tab;
 }
 
 struct tep_handle *decoder_segment_tep(const struct decoder_segment *s)
 {
+	assert(s);
 	return s->tep;
 }
 
 uint64_t decoder_segment_serial(const struct decoder_segment *s)
 {
+	assert(s);
 	return s->serial;
 }
 
 const char *decoder_segment_meta(const struct decoder_segment *s, const char *key)
 {
+	assert(s);
+	assert(key);
 	return segment_meta_get(&s->meta, key);
 }
 
 int decoder_segment_file(const struct decoder_segment *s, size_t i, const char **ret_name,
 			 const char **ret_data, size_t *ret_len)
 {
+	assert(s);
+	assert(ret_name);
+	assert(ret_data);
+	assert(ret_len);
+
 	if (i >= s->nr_files)
 		return -ENOENT;
 	*ret_name = s->files[i].name;
@@ -88,6 +101,9 @@ int decoder_segment_file(const struct decoder_segment *s, size_t i, const char *
 
 const struct wallclock_pair *decoder_segment_clocks(const struct decoder_segment *s, size_t *ret_n)
 {
+	assert(s);
+	assert(ret_n);
+
 	*ret_n = s->nr_clocks;
 	return s->clocks;
 }
@@ -399,6 +415,7 @@ bool decoder_segment_wants_ts(const struct decoder_segment *s, const struct deco
 
 bool decoder_segment_wall_placed(const struct decoder_segment *s)
 {
+	assert(s);
 	return s->wall_placed;
 }
 
@@ -635,7 +652,8 @@ static void finish_tables(struct decoder_segment *s, const struct decoder_filter
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
 	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");
 	s->stack_type[DECODED_STACK_MISSING] = -1;
-	decode_find_stack_events(s);
+	/* without a config that loads, no event is known to want a stack */
+	(void)stack_expect_types_load(&s->wants_stack, s->files, s->nr_files);
 }
 
 /* The last serial given to a segment (decoder_segment_serial()). */
@@ -650,6 +668,9 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 	const struct segment_index *idx;
 	bool clean_end = false;
 	int r;
+
+	assert(path);
+	assert(ret);
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -694,6 +715,9 @@ int decoder_segment_symbolize(const struct decoder_segment *s, uint64_t addr, bo
 {
 	const char *name = NULL;
 	int n;
+
+	assert(s);
+	assert(buf || len == 0);
 
 	if (addr == DECODE_FTRACE_TRAMPOLINE)
 		n = snprintf(buf, len, "[FTRACE TRAMPOLINE]");

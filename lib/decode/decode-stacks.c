@@ -1,46 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The stack entries of a segment's events for the decoder
- * (decode-internal.h): which events were recorded with a stack (from the
- * config stored in the segment), the frames of a kernel_stack entry, and
- * the resolution of stack_id and stack_ref entries through the segment's
- * stack table. The decoder's cursors use these to tell an event whose
- * stack never came (tracing paused for a strict reset between the event
- * and its stack) from one recorded without a stack.
+ * (decode-internal.h): the frames of a kernel_stack entry, and the
+ * resolution of stack_id and stack_ref entries through the segment's
+ * stack table. Which events were recorded with a stack, and which stack
+ * never came, is the rule of lib/config/stack-expect.h.
  */
 #include <event-parse.h>
 
-#include "config.h"
 #include "decode-internal.h"
+#include "stacktab-resolve.h"
 #include "stacktab.h"
 #include "util.h"
-
-static void want_stack(const char *system, const char *name, void *userdata)
-{
-	struct decoder_segment *s = userdata;
-	struct tep_event *e = tep_find_event_by_name(s->tep, system, name);
-
-	if (e && e->id >= 0 && e->id < DECODE_MAX_EVENT_TYPES)
-		s->wants_stack[e->id / 8] |= (uint8_t)(1u << (e->id % 8));
-}
-
-void decode_find_stack_events(struct decoder_segment *s)
-{
-	const char *text = NULL;
-
-	for (size_t i = 0; i < s->nr_files && !text; i++)
-		if (streq(s->files[i].name, "config"))
-			text = s->files[i].data;
-	/* a config this reader cannot parse: no event is known to want a stack */
-	if (text)
-		(void)config_stack_events(text, want_stack, s);
-}
-
-bool decode_wants_stack(const struct decoder_segment *s, int type)
-{
-	return type >= 0 && type < DECODE_MAX_EVENT_TYPES &&
-	       (s->wants_stack[type / 8] & (1u << (type % 8)));
-}
 
 int decode_read_callers(const struct decoder_segment *s, const void *data, int size,
 			uint64_t **ips, size_t *ips_cap, struct decoded_event *ev)

@@ -11,6 +11,7 @@
  * every cursor has left the older one, which is then closed and its
  * problems reported.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@
 #include "decode-internal.h"
 #include "page-walk.h"
 #include "segment.h"
-#include "stacktab.h"
+#include "stacktab-resolve.h"
 #include "util.h"
 
 /* What the CPUs' cursors may hold at once: half of DECODE_MAX_HELD. */
@@ -71,11 +72,11 @@ struct cursor {
 	size_t ips_cap;
 
 	/*
-	 * The last event wants a stack that has not come yet (want), and a
-	 * strict generation boundary passed since (crossed): tracing was
-	 * paused in between. missing: say so before the next event.
+	 * Whether the last event's stack is still to come (stack-expect.h);
+	 * missing: it never came, say so before the next event.
 	 */
-	bool want, crossed, missing;
+	struct stack_expect expect;
+	bool missing;
 	uint64_t want_ts;
 	struct tep_event *want_event;
 	size_t want_seg;
@@ -128,6 +129,8 @@ int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
 {
 	struct decoder *d;
 
+	assert(ret);
+
 	if (n == 0)
 		return -EINVAL;
 	d = calloc(1, sizeof(*d));
@@ -149,6 +152,8 @@ int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
 
 int decoder_set_filter(struct decoder *d, const struct decoder_filter *f)
 {
+	assert(d);
+
 	if (!f || f->cpu < -1 || f->since > f->until || f->wall_since > f->wall_until)
 		return -EINVAL;
 	d->filter = *f;
@@ -157,8 +162,10 @@ int decoder_set_filter(struct decoder *d, const struct decoder_filter *f)
 
 uint64_t decoder_frames_read(const struct decoder *d)
 {
-	uint64_t n = d->frames_read;
+	uint64_t n;
 
+	assert(d);
+	n = d->frames_read;
 	for (size_t k = d->cur; k < d->nr_segs; k++)
 		n += decoder_segment_frames_read(d->segs[k].s);
 	return n;
@@ -166,26 +173,31 @@ uint64_t decoder_frames_read(const struct decoder *d)
 
 void decoder_set_lookahead_limit(struct decoder *d, size_t bytes)
 {
+	assert(d);
 	d->lookahead = MIN(bytes, DEFAULT_LOOKAHEAD);
 }
 
 const char *decoder_error(const struct decoder *d)
 {
+	assert(d);
 	return d->error;
 }
 
 uint64_t decoder_lost_events(const struct decoder *d, unsigned int cpu)
 {
+	assert(d);
 	return cpu < d->nr_cursors && d->cursors[cpu] ? d->cursors[cpu]->lost_total : 0;
 }
 
 uint64_t decoder_bad_pages(const struct decoder *d)
 {
+	assert(d);
 	return d->bad_pages;
 }
 
 uint64_t decoder_bad_events(const struct decoder *d)
 {
+	assert(d);
 	return d->bad_events;
 }
 
@@ -202,6 +214,9 @@ static void add_stats(struct stacktab_stats *to, const struct stacktab *t)
 
 void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret)
 {
+	assert(d);
+	assert(ret);
+
 	*ret = d->stats;
 	/* a stack lost in a reset pause would have been a kernel stack id */
 	ret->unresolved[STACKTAB_KERNEL_ID] += d->missing;
@@ -407,8 +422,7 @@ static int cursor_leave(struct decoder *d, struct cursor *c)
 	d->segs[c->seg].users--;
 	c->owner = NULL;
 	/* the segment ends after a boundary, before the stack: it is lost */
-	c->missing = c->want && c->crossed;
-	c->want = c->crossed = false;
+	c->missing = stack_expect_end(&c->expect);
 	if (c->seg + 1 >= d->nr_segs) {
 		c->state = CURSOR_DONE;
 		return 0;
@@ -472,8 +486,9 @@ static int page_room(struct decoder *d, struct cursor *c, size_t len)
 
 /*
  * Copy the next well-formed page of the current payload into the page
- * buffer and load it into kbuffer. Returns 1, or 0 when the payload has no
- * more pages.
+ * buffer and load it into kbuffer; malformed pages are reported and
+ * skipped. Returns 1, 0 when the payload has no more pages, or -ENOMEM
+ * when the page buffer cannot grow.
  */
 static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_segment *s)
 {
@@ -587,7 +602,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 				c->size = size;
 				c->ts = ts;
 				c->has_head = true;
-				if (c->want && c->crossed && !head_is_stack(s, c))
+				if (stack_expect_lost(&c->expect) && !head_is_stack(s, c))
 					c->missing = true;
 				return 0;
 			}
@@ -619,7 +634,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 		if (r < 0)
 			return r;
 		if (r > 0 && it->boundary) {
-			c->crossed = c->want;
+			stack_expect_boundary(&c->expect);
 			r = stacktab_cpu_boundary(s->tab, c->cpu, it->generation);
 			free(it);
 			if (r == -ENOMEM)
@@ -676,6 +691,7 @@ static int advance_window(struct decoder *d)
 static int fill_event(struct decoder *d, struct cursor *c, struct decoded_event *ev)
 {
 	struct decoder_segment *s = d->segs[c->seg].s;
+	bool after_pause;
 	int type, r = 0;
 
 	d->record = (struct tep_record){
@@ -697,8 +713,8 @@ static int fill_event(struct decoder *d, struct cursor *c, struct decoded_event 
 			ev->kind = (enum decoded_stack)k;
 	if (ev->kind == DECODED_NOT_STACK) {
 		c->owner = ev->event;
-		c->want = decode_wants_stack(s, type);
-		c->crossed = false;
+		/* a lost stack was reported when this event became the head */
+		(void)stack_expect_event(&c->expect, stack_expect_types_has(&s->wants_stack, type));
 		c->want_ts = c->ts;
 		c->want_event = ev->event;
 		c->want_seg = c->seg;
@@ -706,16 +722,16 @@ static int fill_event(struct decoder *d, struct cursor *c, struct decoded_event 
 	}
 	ev->is_stack = true;
 	ev->owner = c->owner;
+	after_pause = stack_expect_stack(&c->expect);
 	if (ev->kind == DECODED_KERNEL_STACK) {
 		r = decode_read_callers(s, c->data, c->size, &c->ips, &c->ips_cap, ev);
-	} else if (ev->kind == DECODED_STACK_ID && c->want && c->crossed) {
+	} else if (ev->kind == DECODED_STACK_ID && after_pause) {
 		/* looked up before the pause, written after it: its generation is not known */
 		decode_resolve_ref(s, c->data, ev, "its event came before a strict generation boundary");
 		d->missing++;
 	} else {
 		decode_resolve_ref(s, c->data, ev, NULL);
 	}
-	c->want = c->crossed = false;
 	return r;
 }
 
@@ -740,6 +756,9 @@ static void fill_missing(struct decoder *d, struct cursor *c, struct decoded_eve
 int decoder_next(struct decoder *d, struct decoded_event *ev)
 {
 	int r;
+
+	assert(d);
+	assert(ev);
 
 	d->error = mfree(d->error);
 	if (d->last) {

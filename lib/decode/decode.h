@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stacktab.h"
+#include "stacktab-resolve.h"
 
 struct tep_handle;
 struct tep_event;

@@ -4,6 +4,7 @@
  * by their joined frame text, which is also what the stack table prints,
  * so the table is written from the intern table at the end.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -39,6 +40,9 @@ static int file_error(FILE *f)
 int csv_export_new(FILE *events, struct csv_export **ret)
 {
 	_cleanup_(csv_export_freep) struct csv_export *c = calloc(1, sizeof(*c));
+
+	assert(events);
+	assert(ret);
 
 	if (!c)
 		return -ENOMEM;
@@ -100,6 +104,9 @@ int csv_export_add(struct csv_export *c, const struct sample *s)
 	size_t id;
 	int r;
 
+	assert(c);
+	assert(s);
+
 	r = stack_id(c, s, &id);
 	if (r < 0)
 		return r;
@@ -114,6 +121,9 @@ int csv_export_add(struct csv_export *c, const struct sample *s)
 
 int csv_export_finish(struct csv_export *c, FILE *stacks)
 {
+	assert(c);
+	assert(stacks);
+
 	fputs("stack_id,depth,frames\r\n", stacks);
 	for (size_t i = 0; i < strmap_size(c->stacks); i++) {
 		fprintf(stacks, "%zu,%" PRIu64 ",", i + 1, *strmap_counter(c->stacks, i));

@@ -6,6 +6,8 @@
  * Click zooms to a frame (its ancestors stay, dimmed, at full width),
  * "Reset Zoom" or the root undoes it; "Search" (or Ctrl-F, /) asks for a
  * regular expression, paints matching frames and shows their share.
+ * Opened as a page of its own, the graph takes the window's width (and
+ * follows it when the window is resized).
  */
 #ifndef STACKMAPD_FLAMEGRAPH_SCRIPT_H
 #define STACKMAPD_FLAMEGRAPH_SCRIPT_H
@@ -13,6 +15,7 @@
 static const char flamegraph_css[] =
 	"text{font-family:Verdana,sans-serif;font-size:12px;fill:#000}"
 	"#title{text-anchor:middle;font-size:17px}"
+	"#subtitle{text-anchor:middle;fill:#555}"
 	"#frames text{pointer-events:none}"
 	"#frames g{cursor:pointer}"
 	"#frames g:hover rect{stroke:#000;stroke-width:0.5}"
@@ -22,7 +25,7 @@ static const char flamegraph_css[] =
 
 static const char flamegraph_js[] =
 	"\n'use strict';\n"
-	"var svg, frames, details, unzoomBtn, searchBtn, matchedText, W, pad = 10;\n"
+	"var svg, frames, details, unzoomBtn, searchBtn, matchedText, W, H, pad = 10;\n"
 	"var zoomed = null, query = null;\n"
 	"function num(g, k) { return parseFloat(g.getAttribute('data-' + k)); }\n"
 	"function label(g) {\n"
@@ -102,6 +105,19 @@ static const char flamegraph_js[] =
 	"  matchedText.textContent = 'Matched: ' + (100 * sum).toFixed(2) + '%';\n"
 	"  searchBtn.textContent = 'Reset Search';\n"
 	"}\n"
+	"function setX(id, x) { document.getElementById(id).setAttribute('x', x); }\n"
+	"/* the graph as wide as the window it is the page of */\n"
+	"function relayout() {\n"
+	"  var w = Math.floor(window.innerWidth || 0);\n"
+	"  if (document.documentElement !== svg || w < 200 || w === W) return;\n"
+	"  W = w;\n"
+	"  svg.setAttribute('width', W);\n"
+	"  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);\n"
+	"  document.getElementById('background').setAttribute('width', W);\n"
+	"  setX('title', W / 2); setX('subtitle', W / 2);\n"
+	"  setX('search', W - pad - 100); setX('matched', W - pad - 100);\n"
+	"  if (zoomed) zoom(zoomed); else unzoom();\n"
+	"}\n"
 	"function askSearch() {\n"
 	"  if (query !== null) { clearSearch(); return; }\n"
 	"  var q = window.prompt('Search for a frame (regular expression):', '');\n"
@@ -110,6 +126,7 @@ static const char flamegraph_js[] =
 	"function fg_init(evt) {\n"
 	"  svg = document.documentElement;\n"
 	"  W = parseFloat(svg.getAttribute('width'));\n"
+	"  H = parseFloat(svg.getAttribute('height'));\n"
 	"  frames = Array.prototype.slice.call(document.querySelectorAll('#frames > g'));\n"
 	"  details = document.getElementById('details');\n"
 	"  unzoomBtn = document.getElementById('unzoom');\n"
@@ -126,6 +143,8 @@ static const char flamegraph_js[] =
 	"  window.addEventListener('keydown', function (e) {\n"
 	"    if ((e.ctrlKey && e.key === 'f') || e.key === '/') { e.preventDefault(); askSearch(); }\n"
 	"  });\n"
+	"  relayout();\n"
+	"  window.addEventListener('resize', relayout);\n"
 	"  var h = new URLSearchParams(window.location.search);\n"
 	"  if (h.get('s')) search(h.get('s'));\n"
 	"  if (h.get('zoom')) frames.forEach(function (g) { if (label(g) === h.get('zoom') && !zoomed) zoom(g); });\n"

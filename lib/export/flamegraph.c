@@ -8,6 +8,7 @@
  * embedded script zooms and searches by rewriting the rect and text
  * geometry from those, so the SVG needs nothing but itself.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 
 #define FRAME_H 16
 #define PAD_X 10
-#define PAD_TOP 36
+#define PAD_TOP 52		/* title and subtitle */
 #define PAD_BOTTOM 28
 #define FONT_W 7.0		/* average glyph width of 12px sans, for truncating labels */
 #define MIN_PX 0.1		/* frames narrower than this are left out */
@@ -172,6 +173,7 @@ int flamegraph_add_sample(struct flamegraph *fg, const struct sample *s, bool be
 
 uint64_t flamegraph_total(const struct flamegraph *fg, bool before)
 {
+	assert(fg);
 	return before ? fg->root.before : fg->root.value;
 }
 
@@ -209,18 +211,13 @@ struct layout {
 	bool diff;
 };
 
-static uint64_t self_value(const struct node *n, bool before)
+/*
+ * How n's count changed against the baseline scaled to the same total:
+ * its whole subtree, so that a frame is as red as everything above it grew.
+ */
+static double total_delta(const struct node *n, double scale)
 {
-	uint64_t v = before ? n->before : n->value;
-
-	for (size_t i = 0; i < n->nr; i++)
-		v -= before ? n->children[i].before : n->children[i].value;
-	return v;
-}
-
-static double self_delta(const struct node *n, double scale)
-{
-	return (double)self_value(n, false) - (double)self_value(n, true) * scale;
+	return (double)n->value - (double)n->before * scale;
 }
 
 static unsigned int depth_of(const struct node *n)
@@ -234,7 +231,7 @@ static unsigned int depth_of(const struct node *n)
 
 static double max_delta(const struct node *n, double scale)
 {
-	double d = self_delta(n, scale);
+	double d = total_delta(n, scale);
 
 	if (d < 0)
 		d = -d;
@@ -243,14 +240,18 @@ static double max_delta(const struct node *n, double scale)
 	return d;
 }
 
-/* A stable warm colour per name (hashed) or, in a diff, red/blue by the change. */
+/*
+ * A stable warm colour per name (hashed) or, in a diff, red for growth and
+ * blue for shrinkage, as strong as the frame's change in its total count
+ * against the largest change in the graph.
+ */
 static void colour(const struct layout *l, const struct node *n, const char *name, char *buf,
 		   size_t len)
 {
 	uint32_t h = 2166136261u;
 
 	if (l->diff) {
-		double d = self_delta(n, l->scale);
+		double d = total_delta(n, l->scale);
 		double k = l->max_delta > 0 ? (d < 0 ? -d : d) / l->max_delta : 0;
 		int c = (int)(225.0 * (1.0 - k));
 
@@ -285,8 +286,8 @@ static void write_frame(const struct layout *l, const struct node *n, double x0,
 	fprintf(l->f, " (%" PRIu64 " %s, %.2f%%", n->value, l->count_name,
 		100.0 * (double)n->value / l->total);
 	if (l->diff)
-		fprintf(l->f, "; before %" PRIu64 ", self %+.2f%% of the total", n->before,
-			100.0 * self_delta(n, l->scale) / l->total);
+		fprintf(l->f, "; before %" PRIu64 ", %+.2f%% of the total", n->before,
+			100.0 * total_delta(n, l->scale) / l->total);
 	fprintf(l->f, ")</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
 		      "fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
 		px, y, pw, FRAME_H - 1, fill, px + 3, y + 11.5);
@@ -313,11 +314,48 @@ static void write_tree(const struct layout *l, const struct node *n, double x0, 
 
 #include "flamegraph-script.h"
 
+/*
+ * The default title: the graph's kind and its events (the root's children)
+ * with their counts, the largest first, at most four named.
+ */
+static void write_default_title(FILE *f, const struct flamegraph *fg, const char *count_name)
+{
+	const struct node *root = &fg->root, *shown[4];
+	size_t nr = 0;
+
+	fputs(fg->has_before ? "Differential flame graph" : "Flame graph", f);
+	/* the largest first, by insertion; a smaller one than all four shown is left out */
+	for (size_t i = 0; i < root->nr; i++) {
+		const struct node *c = &root->children[i];
+		size_t j;
+
+		if (nr < ARRAY_SIZE(shown))
+			j = nr++;
+		else if (shown[nr - 1]->value >= c->value)
+			continue;
+		else
+			j = nr - 1;
+		for (; j > 0 && shown[j - 1]->value < c->value; j--)
+			shown[j] = shown[j - 1];
+		shown[j] = c;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		fputs(i ? ", " : ": ", f);
+		put_escaped(f, shown[i]->name, SIZE_MAX);
+		fprintf(f, " (%" PRIu64 " %s)", shown[i]->value, count_name);
+	}
+	if (root->nr > nr)
+		fprintf(f, " and %zu more events", root->nr - nr);
+}
+
 int flamegraph_write(const struct flamegraph *fg, FILE *f, const struct flamegraph_options *o)
 {
 	static const struct flamegraph_options defaults = {};
 	unsigned int width;
 	struct layout l;
+
+	assert(fg);
+	assert(f);
 
 	if (!o)
 		o = &defaults;
@@ -340,11 +378,15 @@ int flamegraph_write(const struct flamegraph *fg, FILE *f, const struct flamegra
 		width, l.height, width, l.height);
 	fprintf(f, "<style>%s</style>\n<script type=\"text/ecmascript\"><![CDATA[%s]]></script>\n",
 		flamegraph_css, flamegraph_js);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"#f8f8f8\"/>\n", width,
-		l.height);
+	fprintf(f, "<rect id=\"background\" x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" "
+		   "fill=\"#f8f8f8\"/>\n", width, l.height);
 	fprintf(f, "<text id=\"title\" x=\"%u\" y=\"24\">", width / 2);
-	put_escaped(f, o->title ?: (l.diff ? "Differential Flame Graph" : "Flame Graph"),
-		    SIZE_MAX);
+	if (o->title)
+		put_escaped(f, o->title, SIZE_MAX);
+	else
+		write_default_title(f, fg, l.count_name);
+	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%u\" y=\"42\">", width / 2);
+	put_escaped(f, o->subtitle ?: "", SIZE_MAX);
 	fprintf(f, "</text>\n<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n"
 		   "<text id=\"search\" x=\"%u\" y=\"24\">Search</text>\n"
 		   "<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n"

@@ -7,8 +7,9 @@
  *
  * A differential graph has a baseline ("before") besides the stacks
  * ("after"): frames are as wide as the after counts; their colour says
- * how their own count changed against the baseline scaled to the same
- * total: red grew, blue shrank, grey unchanged.
+ * how their count (with everything above them) changed against the
+ * baseline scaled to the same total: red grew, blue shrank, grey
+ * unchanged, stronger for a larger change.
  */
 #ifndef STACKMAPD_FLAMEGRAPH_H
 #define STACKMAPD_FLAMEGRAPH_H
@@ -57,14 +58,16 @@ int flamegraph_add_sample(struct flamegraph *fg, const struct sample *s, bool be
 uint64_t flamegraph_total(const struct flamegraph *fg, bool before);
 
 struct flamegraph_options {
-	const char *title;		/* NULL: "Flame Graph" */
+	const char *title;		/* NULL: the kind of graph and its events with their counts */
+	const char *subtitle;		/* under the title (window, source), NULL: none */
 	unsigned int width;		/* pixels; 0: 1200 */
 	const char *count_name;		/* what a count is, NULL: "samples" */
 };
 
 /*
  * Write the graph as SVG to f (borrowed). A graph with a baseline is
- * differential. Returns 0 or -errno (write errors, -ENOMEM).
+ * differential. The SVG is width pixels wide; opened in a browser, it
+ * takes the window's width. Returns 0 or -errno (write errors, -ENOMEM).
  */
 int flamegraph_write(const struct flamegraph *fg, FILE *f, const struct flamegraph_options *o);
 

@@ -7,6 +7,7 @@
  * builds the protobuf-c message from the tables in one go, packs it and
  * gzips it with zlib (the format pprof reads is a gzipped message).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,8 @@ struct pprof *pprof_new(void)
 
 void pprof_set_time(struct pprof *p, uint64_t start_ns, uint64_t duration_ns)
 {
+	assert(p);
+
 	p->start_ns = start_ns;
 	p->duration_ns = duration_ns;
 }
@@ -117,6 +120,8 @@ int pprof_add(struct pprof *p, const struct sample *s)
 	struct sample_key k = { .pid = s->pid, .cpu = s->cpu, .nr = (uint32_t)s->nr_frames };
 	size_t idx;
 	int r;
+
+	assert(p);
 
 	r = strmap_intern(p->events, s->event, strlen(s->event), &idx);
 	if (r < 0)
@@ -352,6 +357,8 @@ int pprof_write(struct pprof *p, int fd)
 	_cleanup_(buf_done) struct buf packed = {}, gz = {};
 	size_t n;
 	int r;
+
+	assert(p);
 
 	perftools__profiles__profile__init(&m.prof);
 	/* every string the tables refer to must exist before the table is copied out */

@@ -4,6 +4,7 @@
  * that it never mixes with stdio buffers of the same stream; errors are
  * ignored, a progress bar is not worth failing an export for.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 
 void progress_init(struct progress *p, int fd, const char *label, uint64_t total)
 {
+	assert(p);
+
 	*p = (struct progress){
 		.fd = fd,
 		.enabled = isatty(fd) == 1,
@@ -29,6 +32,8 @@ void progress_update(struct progress *p, uint64_t done)
 	char line[160], bar[BAR_WIDTH + 1];
 	uint64_t now;
 	int pct, n, len;
+
+	assert(p);
 
 	if (!p->enabled || !p->total)
 		return;
@@ -49,6 +54,8 @@ void progress_update(struct progress *p, uint64_t done)
 
 void progress_done(struct progress *p)
 {
+	assert(p);
+
 	/* carriage return, erase to the end of the line */
 	if (p->enabled && p->shown >= 0)
 		(void)write_all(p->fd, "\r\033[K", 4);

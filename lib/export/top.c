@@ -8,6 +8,7 @@
  * addresses of a known symbol table (its scope) is first looked up by
  * those, and only a new one is named.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,9 @@ int top_add(struct top *t, const struct sample *s)
 	uint64_t *row = NULL;
 	size_t idx;
 	int r;
+
+	assert(t);
+	assert(s);
 
 	r = strmap_intern(t->events, s->event, strlen(s->event), &idx);
 	if (r < 0)
@@ -267,6 +271,7 @@ int top_print(const struct top *t, FILE *f, bool json, size_t limit)
 	_cleanup_free_ struct row *rows = calloc(n ?: 1, sizeof(*rows));
 	int r;
 
+	assert(f);
 	if (!rows)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {

@@ -10,6 +10,7 @@
  * whose next word holds the delta bits above the 27. The first event of a
  * page is relative to the page timestamp.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,9 @@ int tracedat_new(const struct tracedat_info *info, struct tracedat **ret)
 	_cleanup_(tracedat_freep) struct tracedat *t = NULL;
 	int r;
 
+	assert(info);
+	assert(ret);
+
 	if (!info->header_page || info->nr_cpus == 0 || info->nr_cpus > 8192)
 		return -EINVAL;
 	t = calloc(1, sizeof(*t));
@@ -156,6 +160,9 @@ int tracedat_add_format(struct tracedat *t, const char *system, const char *text
 {
 	struct format *a = reallocarray(t->formats, t->nr_formats + 1, sizeof(*a));
 	struct format *f;
+
+	assert(system);
+	assert(text);
 
 	if (!a)
 		return -ENOMEM;
@@ -233,6 +240,9 @@ int tracedat_add_event(struct tracedat *t, unsigned int cpu, uint64_t ts, const 
 	struct cpu_pages *c;
 	uint64_t delta;
 	int r;
+
+	assert(t);
+	assert(data);
 
 	if (cpu >= t->nr_cpus || need > t->page_size - PAGE_HDR)
 		return -EINVAL;
@@ -376,6 +386,8 @@ int tracedat_write(struct tracedat *t, int fd)
 	uint64_t off;
 	size_t pad;
 	int r;
+
+	assert(t);
 
 	r = put_header(t, &b);
 	if (r < 0)

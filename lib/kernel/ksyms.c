@@ -4,6 +4,7 @@
  * sorted by address, and the lookups and formatting that stackmapctl and
  * the daemon use to symbolize stacks.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -221,6 +222,9 @@ int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
 	const char *p = text, *end = text + len;
 	int r;
 
+	assert(text || len == 0);
+	assert(ret);
+
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 
@@ -246,6 +250,9 @@ int ksyms_load(const char *path, struct ksyms **ret)
 	size_t cap = 0;
 	ssize_t n;
 	int r = 0;
+
+	assert(path);
+	assert(ret);
 
 	f = fopen(path, "re");
 	if (!f)
@@ -346,6 +353,9 @@ int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct
 	_cleanup_free_ size_t *idx = NULL;
 	size_t i, nidx = 0, lines = 0;
 	int r;
+
+	assert(addrs || n == 0);
+	assert(out);
 
 	if (n == 0)
 		return 0;

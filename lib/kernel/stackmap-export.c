@@ -6,6 +6,7 @@
  * given, with every length and count checked before it is used, so that
  * they can be run on any input (tests, fuzzing) without tracefs.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,9 @@ int stackmap_export_parse_bin(struct stackmap_export *sn, const uint8_t *p, size
 	bool swap, sorted = true;
 	size_t off = BIN_HDR_SIZE;
 	int r;
+
+	assert(sn);
+	assert(p || len == 0);
 
 	snap_reset(sn, false);
 	if (len < BIN_HDR_SIZE)
@@ -196,6 +200,9 @@ int stackmap_export_parse_text(struct stackmap_export *sn, FILE *f, uint32_t id_
 	ssize_t n;
 	int r;
 
+	assert(sn);
+	assert(f);
+
 	snap_reset(sn, true);
 	while ((n = getline(&line, &cap, f)) >= 0) {
 		if (n > 0 && line[n - 1] == '\n')
@@ -256,6 +263,9 @@ int stackmap_stat_parse(const char *text, struct stackmap_stat *ret)
 	struct stackmap_stat s = { .valid = true };
 	const char *line = text;
 	bool have_entries = false;
+
+	assert(text);
+	assert(ret);
 
 	while (*line) {
 		const char *eol = strchrnul(line, '\n');

@@ -12,6 +12,7 @@
  * verbatim. Field values are read as little-endian integers: the encoding
  * is only used for little-endian traces, on little-endian hosts.
  */
+#include <assert.h>
 #include <stdlib.h>
 
 #include "frame-columns-internal.h"
@@ -65,6 +66,8 @@ struct frame_columns *frame_columns_free(struct frame_columns *fc)
 
 int frame_columns_set_version(struct frame_columns *fc, unsigned int version)
 {
+	assert(fc);
+
 	if (version < FRAME_COLUMNS_VERSION_MIN || version > FRAME_COLUMNS_VERSION)
 		return -EINVAL;
 	fc->version = (uint8_t)version;
@@ -97,6 +100,8 @@ int frame_columns_add_event(struct frame_columns *fc, uint16_t id,
 	_cleanup_free_ struct frame_columns_field *sorted = NULL;
 	_cleanup_free_ struct fc_format *f = NULL;
 	unsigned int pos = 2;
+
+	assert(fc);
 
 	sorted = malloc((n ? n : 1) * sizeof(*sorted));
 	f = calloc(1, sizeof(*f));
@@ -132,6 +137,9 @@ int frame_columns_add_format(struct frame_columns *fc, const char *text)
 	unsigned int id;
 	int r;
 
+	assert(fc);
+	assert(text);
+
 	p = strncmp(text, "ID: ", 4) == 0 ? text : strstr(text, "\nID: ");
 	if (!p || sscanf(p + (*p == '\n'), "ID: %u", &id) != 1 || id >= FC_NR_IDS)
 		return -EINVAL;
@@ -156,6 +164,8 @@ int frame_columns_add_format(struct frame_columns *fc, const char *text)
 
 void frame_columns_get_stats(const struct frame_columns *fc, struct frame_columns_stats *ret)
 {
+	assert(fc);
+	assert(ret);
 	*ret = fc->stats;
 }
 
@@ -382,6 +392,9 @@ int frame_columns_encode(struct frame_columns *fc, const void *frame, size_t len
 	size_t nr_streams, start = out->len;
 	ssize_t tail;
 	int r;
+
+	assert(fc);
+	assert(frame || len == 0);
 
 	if (len > INT32_MAX)
 		return -EFBIG;

@@ -19,6 +19,7 @@
  * must lie inside the data and move forward, so that on a page this walker
  * accepts, kbuffer takes exactly the same steps.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +56,10 @@ int page_walk_init(struct page_walk *w, const struct page_format *f, const void 
 	const uint8_t *p = page;
 	size_t hdr, total;
 	uint64_t cw;
+
+	assert(w);
+	assert(f);
+	assert(page || len == 0);
 
 	*w = (struct page_walk){ .page = p, .big_endian = f->big_endian };
 	if (f->long_size != 4 && f->long_size != 8)
@@ -152,9 +157,12 @@ int page_walk_next(struct page_walk *w, struct page_entry *ret)
 	struct page_entry e;
 	uint32_t hdr, arr = 0;
 	unsigned int type_len;
-	size_t off = w->off;
+	size_t off;
 	int r;
 
+	assert(w);
+	assert(ret);
+	off = w->off;
 	if (w->error)
 		return -EBADMSG;
 	if (off >= w->commit)
@@ -188,6 +196,11 @@ int page_walk_payload_next(struct page_walk *w, const struct page_format *f, con
 {
 	int r;
 
+	assert(w);
+	assert(f);
+	assert(data || len == 0);
+	assert(pos);
+
 	if (*pos >= len)
 		return 0;
 	r = page_walk_init(w, f, (const uint8_t *)data + *pos, len - *pos);
@@ -206,6 +219,9 @@ int page_walk_check(const struct page_format *f, const void *page, size_t len,
 	struct page_entry e;
 	int r;
 
+	assert(f);
+	assert(page || len == 0);
+
 	r = page_walk_init(&w, f, page, len);
 	if (r == 0)
 		while ((r = page_walk_next(&w, &e)) > 0)
@@ -223,6 +239,9 @@ int page_walk_stored_len(const struct page_format *f, const void *buf, size_t le
 {
 	struct page_walk w;
 	int r;
+
+	assert(f);
+	assert(buf || len == 0);
 
 	r = page_walk_init(&w, f, buf, len);
 	return r < 0 ? r : (int)w.stored_len;
@@ -244,6 +263,9 @@ static int find_field(const char *text, const char *name, unsigned int *ret_offs
 int page_walk_header_commit_size(const char *header_page, unsigned int *ret_size)
 {
 	unsigned int off, size, doff, dsize;
+
+	assert(header_page);
+	assert(ret_size);
 
 	if (find_field(header_page, "timestamp;", &off, &size) < 0 || off != 0 || size != 8)
 		return -EPROTO;

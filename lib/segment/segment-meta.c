@@ -3,6 +3,7 @@
  * META record parsing (segment-meta.h). The payload is small and read
  * once per segment: one copy, split in place, and a linear lookup.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +23,9 @@ int segment_meta_parse(struct segment_meta *m, const void *data, size_t len)
 {
 	char *p, *end;
 	size_t cap = 0;
+
+	assert(m);
+	assert(data || len == 0);
 
 	segment_meta_done(m);
 	m->text = malloc(len + 1);
@@ -52,6 +56,9 @@ int segment_meta_parse(struct segment_meta *m, const void *data, size_t len)
 
 const char *segment_meta_get(const struct segment_meta *m, const char *key)
 {
+	assert(m);
+	assert(key);
+
 	for (size_t i = 0; i < m->n; i++)
 		if (streq(m->kv[i].key, key))
 			return m->kv[i].value;
@@ -63,6 +70,10 @@ int segment_meta_u64(const struct segment_meta *m, const char *key, uint64_t *re
 	const char *v = segment_meta_get(m, key);
 	unsigned long long x;
 	char *e;
+
+	assert(m);
+	assert(key);
+	assert(ret);
 
 	if (!v || !*v)
 		return -ENOENT;
@@ -81,6 +92,9 @@ unsigned int segment_meta_page_format(const struct segment_meta *m, struct page_
 	const char *bo = segment_meta_get(m, "byte_order");
 	unsigned int guessed = 0;
 	uint64_t v;
+
+	assert(m);
+	assert(ret);
 
 	ret->long_size = sizeof(long);
 	if (segment_meta_u64(m, "long_size", &v) == 0 && (v == 4 || v == 8))

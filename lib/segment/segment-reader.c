@@ -9,6 +9,7 @@
  * where; everything before it is intact. It also reads single records at an
  * offset, and the seek table, for readers that want only some frames.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -382,6 +383,9 @@ int segment_reader_open(const char *path, struct segment_reader **ret)
 	ssize_t n;
 	int k;
 
+	assert(path);
+	assert(ret);
+
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -417,6 +421,9 @@ int segment_reader_next(struct segment_reader *r, struct segment_record *rec)
 	const uint8_t *data = NULL;
 	struct rec_hdr h;
 	int k;
+
+	assert(r);
+	assert(rec);
 
 	if (r->state < 0)
 		return r->state;
@@ -468,46 +475,55 @@ int segment_reader_next(struct segment_reader *r, struct segment_record *rec)
 
 void segment_reader_set_max_raw(struct segment_reader *r, uint32_t max_raw)
 {
+	assert(r);
 	r->max_raw = max_raw;
 }
 
 bool segment_reader_cut_short(const struct segment_reader *r)
 {
+	assert(r);
 	return r->state == -EBADMSG && r->cut_short;
 }
 
 uint64_t segment_reader_error_offset(const struct segment_reader *r)
 {
+	assert(r);
 	return r->err_off;
 }
 
 const char *segment_reader_error(const struct segment_reader *r)
 {
+	assert(r);
 	return r->err;
 }
 
 uint64_t segment_reader_good_offset(const struct segment_reader *r)
 {
+	assert(r);
 	return r->good;
 }
 
 bool segment_reader_complete(const struct segment_reader *r)
 {
+	assert(r);
 	return r->complete;
 }
 
 const struct segment_index *segment_reader_index(const struct segment_reader *r)
 {
+	assert(r);
 	return r->complete ? &r->index : NULL;
 }
 
 uint64_t segment_reader_file_size(const struct segment_reader *r)
 {
+	assert(r);
 	return r->size;
 }
 
 void segment_reader_skip_pages(struct segment_reader *r, bool skip)
 {
+	assert(r);
 	r->skip_pages = skip;
 }
 
@@ -516,6 +532,9 @@ int segment_reader_read_at(struct segment_reader *r, uint64_t offset, struct seg
 	const uint8_t *data;
 	struct rec_hdr h;
 	int k;
+
+	assert(r);
+	assert(rec);
 
 	if (offset < SEGMENT_PROLOGUE_SIZE || offset >= r->size)
 		return bad(r, offset, "no record at offset %" PRIu64, offset);
@@ -573,6 +592,9 @@ int segment_reader_seek_table(struct segment_reader *r, const struct segment_see
 {
 	int k;
 
+	assert(r);
+	assert(ret);
+
 	if (r->complete && (r->index.flags & SEGMENT_INDEX_F_SEEK)) {
 		*ret = r->index.frames;
 		return (int)MIN(r->index.nr_frames, (uint32_t)INT_MAX);
@@ -588,10 +610,12 @@ int segment_reader_seek_table(struct segment_reader *r, const struct segment_see
 
 uint64_t segment_reader_pages_read(const struct segment_reader *r)
 {
+	assert(r);
 	return r->pages_read;
 }
 
 uint32_t segment_reader_version(const struct segment_reader *r)
 {
+	assert(r);
 	return r->version;
 }

@@ -75,6 +75,8 @@ int segment_writer_open(const char *dir, const char *name, struct segment_writer
 	uint8_t prologue[SEGMENT_PROLOGUE_SIZE];
 	int r;
 
+	assert(ret);
+
 	if (!dir || !name || !*name || strchr(name, '/'))
 		return -EINVAL;
 	r = strprintf(&path, "%s/%s%s", dir, name, SEGMENT_PART_SUFFIX);
@@ -103,6 +105,10 @@ int segment_writer_resume(const char *dir, const char *part_path, uint64_t keep_
 			  uint32_t keep_records, struct segment_writer **ret)
 {
 	_cleanup_(segment_writer_freep) struct segment_writer *w = NULL;
+
+	assert(dir);
+	assert(part_path);
+	assert(ret);
 
 	w = writer_alloc(dir, part_path);
 	if (!w)
@@ -207,8 +213,7 @@ static int emit(struct segment_writer *w, uint16_t type, uint32_t cpu, uint16_t 
 
 static int check_append(const struct segment_writer *w, unsigned int type)
 {
-	if (!w)
-		return -EINVAL;
+	assert(w);
 	if (w->error)
 		return w->error;
 	/* INDEX is written by segment_writer_finish() only. */
@@ -235,8 +240,9 @@ int segment_writer_append(struct segment_writer *w, enum segment_rec_type type, 
 	r = check_append(w, type);
 	if (r < 0)
 		return r;
-	if ((len && !payload) || compress_level < 0)
-		return -EINVAL;
+	/* the caller's own data and the level its config checked */
+	assert(payload || len == 0);
+	assert(compress_level >= 0);
 	if (len > SEGMENT_MAX_RAW)
 		return -EFBIG;
 	if (compress_level == 0)
@@ -334,16 +340,19 @@ int segment_writer_append_file(struct segment_writer *w, const char *name, const
 
 uint64_t segment_writer_size(const struct segment_writer *w)
 {
+	assert(w);
 	return w->size;
 }
 
 uint32_t segment_writer_records(const struct segment_writer *w)
 {
+	assert(w);
 	return w->records;
 }
 
 const char *segment_writer_path(const struct segment_writer *w)
 {
+	assert(w);
 	return w->path;
 }
 
@@ -395,7 +404,6 @@ static int writer_finish(struct segment_writer *wp, const struct segment_index *
 int segment_writer_finish(struct segment_writer *w, const struct segment_index *idx, bool sync,
 			  char **ret_path)
 {
-	if (!w)
-		return -EINVAL;
+	assert(w);
 	return writer_finish(w, idx, sync, ret_path);
 }

@@ -5,6 +5,7 @@
  * INDEX payloads, and segment file names. Writing, reading and recovery are segment-writer.c,
  * segment-reader.c and segment-recover.c.
  */
+#include <assert.h>
 #include <inttypes.h>
 
 #include "buf.h"
@@ -96,6 +97,9 @@ const char *segment_rec_type_name(unsigned int type)
 void segment_generation_encode(const struct segment_generation *g,
 			       uint8_t out[SEGMENT_GENERATION_SIZE])
 {
+	assert(g);
+	assert(out);
+
 	put_le32(out, g->generation);
 	put_le32(out + 4, g->prev_generation);
 	put_le32(out + 8, g->kind);
@@ -107,6 +111,8 @@ void segment_generation_encode(const struct segment_generation *g,
 int segment_generation_decode(const void *buf, size_t len, struct segment_generation *ret)
 {
 	const uint8_t *p = buf;
+
+	assert(ret);
 
 	/* Longer payloads may carry fields of a later writer: read ours. */
 	if (!buf || len < SEGMENT_GENERATION_SIZE)
@@ -126,6 +132,10 @@ int segment_index_encode(const struct segment_index *idx, uint8_t **ret, size_t 
 {
 	uint8_t *p, *q;
 	size_t len;
+
+	assert(idx);
+	assert(ret);
+	assert(ret_len);
 
 	if (idx->nr_cpus && !idx->cpus)
 		return -EINVAL;
@@ -212,6 +222,9 @@ int segment_index_decode(const void *buf, size_t len, struct segment_index *ret)
 	uint32_t n;
 	int r;
 
+	assert(buf || len == 0);
+	assert(ret);
+
 	if (!buf || len < INDEX_HDR_SIZE)
 		return -EBADMSG;
 	n = get_le32(p);
@@ -285,6 +298,8 @@ int segment_name_seq(const char *name, uint64_t *ret_seq)
 	const char *s, *slash;
 	uint64_t seq = 0;
 	size_t n = 0;
+
+	assert(ret_seq);
 
 	if (!name)
 		return -EINVAL;

@@ -4,6 +4,7 @@
  * codec, parsing the times users give, and mapping between the trace clock
  * and CLOCK_REALTIME through the pairs of one boot.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,9 @@
 
 void wallclock_pair_encode(const struct wallclock_pair *p, uint8_t out[WALLCLOCK_PAIR_SIZE])
 {
+	assert(p);
+	assert(out);
+
 	put_le64(out, p->trace);
 	put_le64(out + 8, p->realtime);
 	put_le64(out + 16, p->boottime);
@@ -27,6 +31,10 @@ int wallclock_pairs_decode(const void *buf, size_t len, struct wallclock_pair **
 	const uint8_t *b = buf;
 	size_t k = len / WALLCLOCK_PAIR_SIZE;
 	struct wallclock_pair *a;
+
+	assert(buf || len == 0);
+	assert(pairs);
+	assert(n);
 
 	if (!len || len % WALLCLOCK_PAIR_SIZE)
 		return -EBADMSG;
@@ -54,6 +62,8 @@ static int pair_cmp(const void *x, const void *y)
 size_t wallclock_pairs_sort(struct wallclock_pair *pairs, size_t n)
 {
 	size_t k = 0;
+
+	assert(pairs || n == 0);
 
 	if (!n)
 		return 0;
@@ -89,13 +99,16 @@ static uint64_t shift(uint64_t base, uint64_t from, uint64_t to)
 
 uint64_t wallclock_to_realtime(const struct wallclock_pair *pairs, size_t n, uint64_t trace)
 {
-	const struct wallclock_pair *p = &pairs[pair_at(pairs, n, trace)];
+	const struct wallclock_pair *p;
 
+	assert(pairs && n > 0);
+	p = &pairs[pair_at(pairs, n, trace)];
 	return shift(p->realtime, p->trace, trace);
 }
 
 uint64_t wallclock_to_trace(const struct wallclock_pair *pairs, size_t n, uint64_t realtime)
 {
+	assert(pairs && n > 0);
 	if (realtime < pairs[0].realtime)
 		return shift(pairs[0].trace, pairs[0].realtime, realtime);
 	for (size_t i = 0; i + 1 < n; i++) {
@@ -129,6 +142,8 @@ bool wallclock_trace_span(const struct wallclock_pair *pairs, size_t n, uint64_t
 	uint64_t lo = UINT64_MAX, hi = 0;
 	bool any = false;
 
+	assert(pairs || n == 0);
+	assert(ret_since && ret_until);
 	for (size_t i = 0; i < n && rt_since <= rt_until; i++) {
 		const struct wallclock_pair *p = &pairs[i];
 		uint64_t from = i ? p->trace : 0, to = UINT64_MAX, a, b;
@@ -161,6 +176,8 @@ void wallclock_format(uint64_t realtime, char *buf, size_t len)
 	time_t sec = (time_t)(realtime / NSEC_PER_SEC);
 	struct tm tm;
 	char day[24];
+
+	assert(buf && len >= 32);
 
 	if (!localtime_r(&sec, &tm) || !strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &tm)) {
 		(void)snprintf(buf, len, "@%" PRIu64, realtime);
@@ -326,6 +343,8 @@ int wallclock_parse(const char *text, uint64_t now, struct wallclock_time *ret)
 	uint64_t frac = 0, ns;
 	long east = 0;
 	int zone, r;
+
+	assert(ret);
 
 	if (!text || !*text)
 		return -EINVAL;

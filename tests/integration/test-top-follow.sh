@@ -61,7 +61,7 @@ list_segments "$tmp/archive"
 [ ${#segs[@]} = 0 ] && [ ${#parts[@]} = 1 ] ||
 	fail "expected only the segment being written, got: ${segs[*]} ${parts[*]}"
 kill "$BG_PID"
-stop_daemon || true
+stop_daemon_ok "$tmp/daemon.log"
 
 # three refreshes, each with the hottest stacks (the load's), by function name
 blocks=$(grep -Ec '^# [0-9]{2}:[0-9]{2}:[0-9]{2}, last 60 s$' "$tmp/top.txt")

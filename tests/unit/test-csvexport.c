@@ -37,13 +37,8 @@ static void check_sqlite(const char *dir)
 {
 	_cleanup_free_ char *cmd = NULL, *out = NULL, *comm = NULL;
 
-	if (system("command -v sqlite3 >/dev/null 2>&1") != 0) {
-		const char *ci = getenv("CI");
-
-		fprintf(stderr, "sqlite3 not found: SQL check skipped\n");
-		CHECK(!ci || !streq(ci, "true"));
+	if (!test_have_tool("sqlite3", "the SQL check of the CSV files"))
 		return;
-	}
 	CHECK(strprintf(&cmd,
 			"cd '%s' && sqlite3 -batch :memory: "
 			"'.import --csv events.csv events' '.import --csv stacks.csv stacks' "

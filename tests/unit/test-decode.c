@@ -16,16 +16,19 @@
 #include <event-parse.h>
 #include <kbuffer.h>
 
-#include "audit.h"
+#include "stack-audit.h"
 #include "buf.h"
 #include "decode.h"
 #include "helpers.h"
 #include "ksyms.h"
 #include "page-walk.h"
 #include "segment.h"
+#include "stacktab-resolve.h"
 #include "stacktab.h"
 #include "transcode.h"
 #include "util.h"
+
+#include "synth-segment.h"
 
 #define PAGE 4096
 #define NR_PAGES 16
@@ -37,47 +40,6 @@ static char *dir;
 static uint8_t raw[NR_PAGES][PAGE];
 
 /* ---- building segments ---- */
-
-static const char *const formats[][2] = {
-	{ "events/ftrace/kernel_stack/format", "ftrace/kernel_stack.format" },
-	{ "events/ftrace/print/format", "ftrace/print.format" },
-	{ "events/kmem/kmem_cache_alloc/format", "kmem/kmem_cache_alloc.format" },
-	{ "events/sched/sched_switch/format", "sched/sched_switch.format" },
-};
-
-static struct segment_writer *seg_open(const char *name, const char *extra_meta)
-{
-	struct segment_writer *w;
-	struct buf m = {};
-	size_t len;
-	char *f;
-
-	CHECK(segment_writer_open(dir, name, &w) == 0);
-	CHECK(buf_printf(&m, "format_version=1\nproducer=test\npage_size=4096\nlong_size=8\n"
-			     "byte_order=little\nclock=local\nnr_cpus=2\nkernel_stack_event_id=4\n"
-			     "%s", extra_meta ? extra_meta : "") == 0);
-	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, m.data, m.len, 0, NULL) ==
-	      0);
-	buf_done(&m);
-	f = test_page_data("header_page", &len);
-	CHECK(segment_writer_append_file(w, "header_page", f, len, 1) == 0);
-	free(f);
-	for (size_t i = 0; i < ARRAY_SIZE(formats); i++) {
-		f = test_page_data(formats[i][1], &len);
-		CHECK(segment_writer_append_file(w, formats[i][0], f, len, 1) == 0);
-		free(f);
-	}
-	return w;
-}
-
-static char *seg_finish(struct segment_writer *w)
-{
-	struct segment_index idx = {};
-	char *path = NULL;
-
-	CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
-	return path;
-}
 
 /* Pages [from, to) of CPU 0's capture, as CPU cpu (timestamps shifted for CPU 1), compacted. */
 static void add_pages(struct segment_writer *w, unsigned cpu, int from, int to)
@@ -259,7 +221,7 @@ static void test_real_pages(void)
 	qsort(refs, nr_refs, sizeof(*refs), ref_cmp);
 
 	/* one segment, records of the two CPUs interleaved */
-	w = seg_open("00000001-a", NULL);
+	w = seg_open(dir, "00000001-a", NULL);
 	add_pages(w, 0, 0, 8);
 	add_pages(w, 1, 0, 8);
 	add_pages(w, 0, 8, NR_PAGES);
@@ -283,11 +245,11 @@ static void test_real_pages(void)
 		  "events %zu/%zu mismatches %zu", g.events, nr_refs, g.mismatches);
 
 	/* The same pages in two segments: one continuous trace. */
-	w = seg_open("00000002-a", NULL);
+	w = seg_open(dir, "00000002-a", NULL);
 	add_pages(w, 0, 0, 8);
 	add_pages(w, 1, 0, 5);
 	p1 = seg_finish(w);
-	w = seg_open("00000003-a", NULL);
+	w = seg_open(dir, "00000003-a", NULL);
 	add_pages(w, 1, 5, NR_PAGES);
 	add_pages(w, 0, 8, NR_PAGES);
 	p2 = seg_finish(w);
@@ -322,14 +284,14 @@ static void test_idle_cpu(void)
 	struct segment_writer *w;
 	struct got g;
 
-	w = seg_open("00000011-i", NULL);
+	w = seg_open(dir, "00000011-i", NULL);
 	add_pages(w, 0, 0, 4);
 	add_pages(w, 1, 0, 4);
 	p1 = seg_finish(w);
-	w = seg_open("00000012-i", NULL);
+	w = seg_open(dir, "00000012-i", NULL);
 	add_pages(w, 0, 4, 8);
 	p2 = seg_finish(w);
-	w = seg_open("00000013-i", NULL);
+	w = seg_open(dir, "00000013-i", NULL);
 	add_pages(w, 1, 4, NR_PAGES);
 	add_pages(w, 0, 8, NR_PAGES);
 	p3 = seg_finish(w);
@@ -344,10 +306,10 @@ static void test_idle_cpu(void)
 	 * Two segments without CPU 1: its later events wait until the first of
 	 * them is closed (two segments open at most). Nothing is lost.
 	 */
-	w = seg_open("00000014-i", NULL);
+	w = seg_open(dir, "00000014-i", NULL);
 	add_pages(w, 0, 4, 6);
 	q2 = seg_finish(w);
-	w = seg_open("00000015-i", NULL);
+	w = seg_open(dir, "00000015-i", NULL);
 	add_pages(w, 0, 6, 8);
 	p4 = seg_finish(w);
 	{
@@ -377,11 +339,11 @@ static void test_damaged(void)
 	int fd;
 
 	/* the same split as above, with CPU 1's second record damaged on disk */
-	w = seg_open("00000004-b", NULL);
+	w = seg_open(dir, "00000004-b", NULL);
 	add_pages(w, 0, 0, 8);
 	add_pages(w, 1, 0, 5);
 	p1 = seg_finish(w);
-	w = seg_open("00000005-b", NULL);
+	w = seg_open(dir, "00000005-b", NULL);
 	add_pages(w, 0, 8, NR_PAGES);
 	add_pages(w, 1, 5, NR_PAGES);
 	p2 = seg_finish(w);
@@ -400,7 +362,7 @@ static void test_damaged(void)
 	CHECK(strprintf(&missing, "%s/00000006-nothere.smseg", dir) == 0);
 
 	/* an unfinished segment: the .part of a writer that never finished */
-	w = seg_open("00000007-c", NULL);
+	w = seg_open(dir, "00000007-c", NULL);
 	add_pages(w, 0, 0, 1);
 	CHECK(strprintf(&part, "%s", segment_writer_path(w)) == 0);
 	segment_writer_free(w);
@@ -529,7 +491,7 @@ static void test_stack_refs(void)
 	CHECK(dd && transcoder_init(&t, &layout, dd) == 0);
 
 	snprintf(meta, sizeof(meta), "stack_ref_event_id=%d\n", STACK_REF_ID);
-	w = seg_open("00000008-r", meta);
+	w = seg_open(dir, "00000008-r", meta);
 	CHECK(page_layout_stack_ref_format(STACK_REF_ID, &fmt) == 0);
 	CHECK(segment_writer_append_file(w, "events/stackmapd/stack_ref/format", fmt.data, fmt.len,
 					 0) == 0);
@@ -590,18 +552,6 @@ static void test_stack_refs(void)
 
 /* ---- synthetic stack_id pages: generations ---- */
 
-static const char stack_id_format[] =
-	"name: stack_id\nID: 20\nformat:\n"
-	FTRACE_COMMON_FIELDS_FORMAT "\n"
-	"\tfield:int stack_id;\toffset:8;\tsize:4;\tsigned:1;\n\n"
-	"print fmt: \"<stack_id %d>\", REC->stack_id\n";
-
-static const char tick_format[] =
-	"name: tick\nID: 30\nformat:\n"
-	FTRACE_COMMON_FIELDS_FORMAT "\n"
-	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
-	"print fmt: \"n=%d\", REC->n\n";
-
 /* One compacted page: a tick then a stack_id 5 at each timestamp. */
 static void add_synth(struct segment_writer *w, unsigned cpu, const uint64_t *ts, size_t n)
 {
@@ -624,35 +574,6 @@ static void add_synth(struct segment_writer *w, unsigned cpu, const uint64_t *ts
 	}
 	put_le64(pg + 8, off - 16);
 	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, cpu, pg, off, 0, NULL) == 0);
-}
-
-static void add_gen(struct segment_writer *w, uint32_t cpu, uint32_t gen, uint32_t prev,
-		    uint64_t begin, uint64_t end)
-{
-	struct segment_generation g = { .generation = gen, .prev_generation = prev,
-					.kind = cpu == SEGMENT_NO_CPU ? SEGMENT_GEN_RESET_LOSSLESS :
-									SEGMENT_GEN_RESET_STRICT,
-					.window_begin = begin, .window_end = end };
-	uint8_t p[SEGMENT_GENERATION_SIZE];
-
-	segment_generation_encode(&g, p);
-	CHECK(segment_writer_append(w, SEGMENT_REC_GENERATION, cpu, p, sizeof(p), 0, NULL) == 0);
-}
-
-/* The table of stack id 5 in generations 1 to nr, another first frame in each. */
-static void add_id5_stacks(struct segment_writer *w, uint32_t nr)
-{
-	struct buf stacks = {};
-
-	for (uint32_t gen = 1; gen <= nr; gen++) {
-		uint64_t ips[2] = { 0xa1 + 0x10 * (gen - 1), 0xffffffff81000000 };
-		struct stack_entry e = { .generation = gen, .id = 5, .refs = 1, .nr = 2, .ips = ips };
-
-		CHECK(stacktab_encode(&stacks, &e) == 0);
-	}
-	CHECK(segment_writer_append(w, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, stacks.data, stacks.len,
-				    1, NULL) == 0);
-	buf_done(&stacks);
 }
 
 static void test_stack_ids(void)
@@ -678,7 +599,7 @@ static void test_stack_ids(void)
 	size_t k = 0, ticks = 0;
 	int r;
 
-	w = seg_open("00000009-s", "stack_id_event_id=20\n");
+	w = seg_open(dir, "00000009-s", "stack_id_event_id=20\n");
 	CHECK(segment_writer_append_file(w, "events/ftrace/stack_id/format", stack_id_format,
 					 strlen(stack_id_format), 0) == 0);
 	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
@@ -743,54 +664,14 @@ static void test_stack_ids(void)
 
 /* ---- stacks lost in a strict reset pause ---- */
 
-static const char tock_format[] =
-	"name: tock\nID: 31\nformat:\n"
-	FTRACE_COMMON_FIELDS_FORMAT "\n"
-	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
-	"print fmt: \"n=%d\", REC->n\n";
-
-struct synth_entry {
-	uint8_t type;		/* 30 tick, 31 tock, 20 stack_id 5 */
-	uint64_t ts;
-};
-
-/* One compacted page of the given 12-byte entries. */
-static void add_entries(struct segment_writer *w, unsigned cpu, const struct synth_entry *e,
-			size_t n)
-{
-	uint8_t pg[PAGE] = {};
-	size_t off = 16;
-	uint64_t prev = e[0].ts;
-
-	put_le64(pg, e[0].ts);
-	for (size_t i = 0; i < n; i++) {
-		put_le32(pg + off, (uint32_t)(e[i].ts - prev) << 5 | 3);
-		pg[off + 4] = e[i].type;
-		put_le32(pg + off + 8, 1000 + cpu);
-		put_le32(pg + off + 12, e[i].type == 20 ? 5 : (uint32_t)i);
-		off += 16;
-		prev = e[i].ts;
-	}
-	put_le64(pg + 8, off - 16);
-	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, cpu, pg, off, 0, NULL) == 0);
-}
-
-#define ENTRIES(...) (const struct synth_entry[]){ __VA_ARGS__ }, \
-	ARRAY_SIZE(((const struct synth_entry[]){ __VA_ARGS__ }))
-
 static char *lost_stack_segment(void)
 {
 	static const char conf[] = "[trace]\nevents = test:tick test:tock\nstacktrace = test:tick\n";
 	struct segment_writer *w;
 	char *path;
 
-	w = seg_open("00000010-l", "stack_id_event_id=20\nstack_mode=stackmap\n");
-	CHECK(segment_writer_append_file(w, "events/ftrace/stack_id/format", stack_id_format,
-					 strlen(stack_id_format), 0) == 0);
-	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
-					 strlen(tick_format), 0) == 0);
-	CHECK(segment_writer_append_file(w, "events/test/tock/format", tock_format,
-					 strlen(tock_format), 0) == 0);
+	w = seg_open(dir, "00000010-l", "stack_id_event_id=20\nstack_mode=stackmap\n");
+	add_synth_formats(w);
 	CHECK(segment_writer_append_file(w, "config", conf, strlen(conf), 0) == 0);
 	/* CPU 0: tick 20 loses its stack in the pause before boundary 2 */
 	add_entries(w, 0, ENTRIES({ 30, 10 }, { 20, 11 }, { 30, 20 }));
@@ -824,7 +705,7 @@ static void test_lost_before_time_extend(void)
 	long long lost[2] = { 0, 0 };
 	size_t events = 0;
 
-	w = seg_open("00000011-m", NULL);
+	w = seg_open(dir, "00000011-m", NULL);
 	CHECK(segment_writer_append_file(w, "events/test/tick/format", tick_format,
 					 strlen(tick_format), 0) == 0);
 	for (int stored = 1; stored >= 0; stored--) {
@@ -858,7 +739,7 @@ static void test_lost_before_time_extend(void)
 
 static void test_lost_stacks(void)
 {
-	_cleanup_free_ char *path = lost_stack_segment(), *hp = NULL;
+	_cleanup_free_ char *path = lost_stack_segment();
 	static const char *const lost = "no stack: tracing was paused for a stack map reset "
 					"before it was written";
 	const struct {
@@ -926,14 +807,8 @@ static void test_lost_stacks(void)
 	decoder_free(d);
 
 	/* the daemon's count for the index and status says the same */
-	hp = test_page_data("header_page", NULL);
-	CHECK(page_layout_parse(hp, &layout) == 0);
-	layout.page_size = PAGE;
-	layout.kernel_stack_id = 4;
-	layout.stack_id_id = 20;
-	layout.print_id = 5;
-	layout.stack_ref_id = -1;
-	CHECK(audit_unresolved(path, &layout, &audited, &unresolved) == 0);
+	synth_layout(&layout);
+	CHECK(stack_audit_unresolved(path, &layout, &audited, &unresolved) == 0);
 	CHECK_MSG(audited == 8 && unresolved == 3, "%lu of %lu", (unsigned long)unresolved,
 		  (unsigned long)audited);
 }
@@ -979,12 +854,12 @@ static void test_hostile_page(void)
 	size_t errors, n_good, n_bad;
 	bool saw;
 
-	w = seg_open("00000020-good", NULL);
+	w = seg_open(dir, "00000020-good", NULL);
 	add_pages(w, 0, 0, 1);
 	add_pages(w, 0, 2, 4);
 	good = seg_finish(w);
 
-	w = seg_open("00000021-bad", NULL);
+	w = seg_open(dir, "00000021-bad", NULL);
 	for (int i = 0; i < 4; i++) {
 		uint8_t pg[PAGE];
 		int len;
@@ -1023,6 +898,8 @@ static void test_open_errors(void)
 	int fd;
 
 	CHECK(decoder_open(NULL, 0, &d) == -EINVAL);
+	CHECK_ABORTS(decoder_next(NULL, &ev));
+	CHECK_ABORTS(decoder_segment_load("x.smseg", NULL, NULL));
 	CHECK(strprintf(&junk, "%s/junk.smseg", dir) == 0);
 	fd = open(junk, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	CHECK(fd >= 0 && write(fd, "not a segment at all, not at all", 32) == 32);
@@ -1065,8 +942,8 @@ static void test_live_symbols(void)
 
 	CHECK(asprintf(&boot, "%s/boot_id", dir) > 0 && asprintf(&syms, "%s/kallsyms", dir) > 0);
 	CHECK(put_file(syms, live) == 0);
-	bare = seg_finish(seg_open("0000000a-nosyms", "boot_id=1b2c-this\n"));
-	w = seg_open("0000000b-syms", "boot_id=1b2c-this\n");
+	bare = seg_finish(seg_open(dir, "0000000a-nosyms", "boot_id=1b2c-this\n"));
+	w = seg_open(dir, "0000000b-syms", "boot_id=1b2c-this\n");
 	CHECK(segment_writer_append_file(w, "kallsyms", own, strlen(own), 0) == 0);
 	with = seg_finish(w);
 
@@ -1102,7 +979,7 @@ static void test_live_symbols(void)
 
 	/* no boot id in META: never the running kernel's */
 	free(bare);
-	bare = seg_finish(seg_open("0000000c-noboot", NULL));
+	bare = seg_finish(seg_open(dir, "0000000c-noboot", NULL));
 	CHECK(put_file(boot, "\n") == 0);
 	ksyms_live_set_source(boot, syms);
 	CHECK(decoder_segment_load(bare, &s, NULL) == 0);

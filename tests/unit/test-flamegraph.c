@@ -40,16 +40,25 @@ static size_t count_str(const char *s, const char *what)
 	return n;
 }
 
-/* The <g> of the frame whose title starts with title, or NULL. */
+/*
+ * The frame whose title starts with title, from its <title> to its </g>
+ * (in a static buffer until the next call), or NULL.
+ */
 static const char *frame(const char *svg, const char *title)
 {
+	static char g[1024];
 	_cleanup_free_ char *pat = NULL;
-	const char *p;
+	const char *p, *end;
 
 	if (strprintf(&pat, "<title>%s", title) < 0)
 		return NULL;
 	p = strstr(svg, pat);
-	return p;
+	end = p ? strstr(p, "</g>") : NULL;
+	if (!end || (size_t)(end - p) >= sizeof(g))
+		return NULL;
+	memcpy(g, p, (size_t)(end - p));
+	g[end - p] = '\0';
+	return g;
 }
 
 static void test_samples_stream(void)
@@ -83,7 +92,7 @@ static void test_samples_stream(void)
 	CHECK(p && strstr(p, "width=\"1180.00\""));
 	/* kmalloc (6 of 9) follows irq_handler_entry (1 of 9): names sorted; 10 + 1180 / 9 */
 	p = frame(svg, "kmalloc (");
-	CHECK_MSG(p && strstr(p, "<rect x=\"141.11\" y=\"84.0\" width=\"786.67\""),
+	CHECK_MSG(p && strstr(p, "<rect x=\"141.11\" y=\"100.0\" width=\"786.67\""),
 		  "%.120s", p ? p : "(none)");
 	CHECK(strstr(svg, "function fg_init"));
 }
@@ -104,10 +113,11 @@ static void test_diff(void)
 	CHECK(flamegraph_total(fg, true) == 20 && flamegraph_total(fg, false) == 40);
 	svg = render(fg, NULL, "diff.svg");
 
-	CHECK(strstr(svg, "Differential Flame Graph"));
-	p = frame(svg, "a (30 samples, 75.00%; before 10, self +25.00% of the total)");
+	/* the default title names the kind of graph and its events, the largest first */
+	CHECK_MSG(strstr(svg, ">Differential flame graph: main (40 samples)</text>"), "%.600s", svg);
+	p = frame(svg, "a (30 samples, 75.00%; before 10, +25.00% of the total)");
 	CHECK_MSG(p && strstr(p, "fill=\"rgb(255,0,0)\""), "%.200s", p ? p : "(none)");
-	p = frame(svg, "b (10 samples, 25.00%; before 10, self -25.00% of the total)");
+	p = frame(svg, "b (10 samples, 25.00%; before 10, -25.00% of the total)");
 	CHECK_MSG(p && strstr(p, "fill=\"rgb(0,0,255)\""), "%.200s", p ? p : "(none)");
 	p = frame(svg, "main (40 samples");
 	CHECK(p && strstr(p, "fill=\"rgb(225,225,225)\""));
@@ -118,6 +128,66 @@ static void test_diff(void)
 	CHECK(flamegraph_add_folded(fg, "main;a x", false) == -EINVAL);
 	CHECK(flamegraph_add_folded(fg, " 5", false) == -EINVAL);
 	CHECK(flamegraph_add(fg, NULL, 0, 1, false) == -EINVAL);
+}
+
+/*
+ * The colour of a frame in a diff follows its whole count: a caller whose
+ * own count did not change, above a callee that grew, is red too, so the
+ * subtree that grew can be seen without hovering; one that grew and
+ * shrank by the same amount below it stays grey.
+ */
+static void test_diff_subtree(void)
+{
+	_cleanup_(flamegraph_freep) struct flamegraph *fg = flamegraph_new();
+	_cleanup_free_ char *svg = NULL;
+	const char *p;
+
+	CHECK(fg);
+	CHECK(flamegraph_add_folded(fg, "ev;sys;open;alloc 10", true) == 0);
+	CHECK(flamegraph_add_folded(fg, "ev;sys;read;alloc 10", true) == 0);
+	CHECK(flamegraph_add_folded(fg, "ev;irq 20", true) == 0);
+	CHECK(flamegraph_add_folded(fg, "ev;sys;open;alloc 25", false) == 0);
+	CHECK(flamegraph_add_folded(fg, "ev;sys;read;alloc 5", false) == 0);
+	CHECK(flamegraph_add_folded(fg, "ev;irq 10", false) == 0);
+	svg = render(fg, NULL, "diff-subtree.svg");
+	/*
+	 * Changes: open +15 (the largest: full red), sys +10 although no
+	 * sample ends in it (2/3 red), irq -10, read -5.
+	 */
+	p = frame(svg, "sys (30 samples, 75.00%; before 20, +25.00% of the total)");
+	CHECK_MSG(p && strstr(p, "fill=\"rgb(255,75,75)\""), "%.200s", p ? p : "(none)");
+	p = frame(svg, "open (");
+	CHECK_MSG(p && strstr(p, "fill=\"rgb(255,0,0)\""), "%.200s", p ? p : "(none)");
+	p = frame(svg, "irq (");
+	CHECK_MSG(p && strstr(p, "fill=\"rgb(75,75,255)\""), "%.200s", p ? p : "(none)");
+	p = frame(svg, "read (");
+	CHECK_MSG(p && strstr(p, "fill=\"rgb(150,150,255)\""), "%.200s", p ? p : "(none)");
+	p = frame(svg, "ev (");
+	CHECK_MSG(p && strstr(p, "fill=\"rgb(225,225,225)\""), "%.200s", p ? p : "(none)");
+}
+
+static void test_title(void)
+{
+	_cleanup_(flamegraph_freep) struct flamegraph *fg = flamegraph_new();
+	_cleanup_free_ char *svg = NULL, *text = NULL;
+	struct flamegraph_options o = { .subtitle = "--since -10min; 3 segments of /a<b>",
+					.count_name = "events" };
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(fg);
+	CHECK(flamegraph_add_folded(fg, "e1;x 1", false) == 0);
+	CHECK(flamegraph_add_folded(fg, "e2;x 5", false) == 0);
+	CHECK(flamegraph_add_folded(fg, "e3;x 3", false) == 0);
+	CHECK(flamegraph_add_folded(fg, "e4;x 2", false) == 0);
+	CHECK(flamegraph_add_folded(fg, "e5;x 4", false) == 0);
+	f = open_memstream(&text, &len);
+	CHECK(f && flamegraph_write(fg, f, &o) == 0);
+	if (f)
+		fclose(f);
+	CHECK_MSG(text && strstr(text, ">Flame graph: e2 (5 events), e5 (4 events), e3 (3 events), "
+				       "e4 (2 events) and 1 more events</text>"), "%.900s", text);
+	CHECK(text && strstr(text, ">--since -10min; 3 segments of /a&lt;b&gt;</text>"));
 }
 
 static void test_empty_and_narrow(void)
@@ -138,6 +208,8 @@ static void test_empty_and_narrow(void)
 int main(void)
 {
 	test_samples_stream();
+	test_diff_subtree();
+	test_title();
 	test_diff();
 	test_empty_and_narrow();
 	return tests_done("test-flamegraph");

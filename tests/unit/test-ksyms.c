@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Kernel symbols (lib/kernel/ksyms.c): parsing and looking up a kallsyms
+ * text, formatting into small buffers, the subset a segment stores,
+ * restricted (zeroed) and malformed tables, and loading from a file.
+ */
 #include <inttypes.h>
 
 #include <event-parse.h>

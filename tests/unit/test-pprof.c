@@ -97,8 +97,6 @@ static char *pprof_top(const char *path, const char *index)
 	char chunk[4096];
 	FILE *f;
 
-	if (system("command -v go >/dev/null 2>&1") != 0)
-		return NULL;
 	if (strprintf(&cmd, "HOME=${HOME:-/tmp} go tool pprof -top -sample_index=%s '%s' 2>&1",
 		      index, path) < 0)
 		return NULL;
@@ -135,15 +133,14 @@ static bool has_row(const char *text, int flat_v, int cum_v, const char *name)
 
 static void check_go_pprof(const char *path)
 {
-	_cleanup_free_ char *top = pprof_top(path, "kmalloc"), *sched = NULL;
+	_cleanup_free_ char *top = NULL, *sched = NULL;
 
-	if (!top) {
-		const char *ci = getenv("CI");
-
-		fprintf(stderr, "go not found: go tool pprof check skipped\n");
-		CHECK(!ci || !streq(ci, "true"));
+	if (!test_have_tool("go", "the go tool pprof check"))
 		return;
-	}
+	top = pprof_top(path, "kmalloc");
+	CHECK_MSG(top, "go tool pprof gave no output");
+	if (!top)
+		return;
 	CHECK_MSG(strstr(top, "Showing nodes accounting for 6, 100% of 6 total"), "%s", top);
 	CHECK_MSG(has_row(top, 6, 6, "__kmalloc"), "%s", top);
 	CHECK_MSG(has_row(top, 0, 6, "entry_SYSCALL_64"), "%s", top);

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * When to cut a segment and which finished ones retention deletes
+ * (daemon/rotation.c): size and age, max_size and max_segments counting
+ * the segment being written, keep_free_percent, and never the current one.
+ */
 #include "helpers.h"
 #include "rotation.h"
 

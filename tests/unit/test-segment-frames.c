@@ -23,6 +23,8 @@
 #include "util.h"
 #include "wallclock.h"
 
+#include "synth-segment.h"
+
 #define PAGE 4096
 #define NR_PAGES 16
 #define CPU1_SHIFT 777
@@ -31,13 +33,6 @@
 static char *dir;
 static uint8_t raw[NR_PAGES][PAGE];
 static const struct page_format pf = { 8, false, PAGE };
-
-static const char *const formats[][2] = {
-	{ "events/ftrace/kernel_stack/format", "ftrace/kernel_stack.format" },
-	{ "events/ftrace/print/format", "ftrace/print.format" },
-	{ "events/kmem/kmem_cache_alloc/format", "kmem/kmem_cache_alloc.format" },
-	{ "events/sched/sched_switch/format", "sched/sched_switch.format" },
-};
 
 /* One frame per page and CPU, in the order they are written. */
 struct frame {
@@ -74,28 +69,9 @@ static void make_frame(struct frame *f, unsigned cpu, int i)
 	}
 }
 
-static struct segment_writer *seg_open(const char *name)
+static struct segment_writer *seg_open2(const char *name)
 {
-	struct segment_writer *w;
-	struct buf m = {};
-	size_t len;
-	char *f;
-
-	CHECK(segment_writer_open(dir, name, &w) == 0);
-	CHECK(buf_printf(&m, "format_version=2\nproducer=test\npage_size=4096\nlong_size=8\n"
-			     "byte_order=little\nclock=local\nnr_cpus=2\nkernel_stack_event_id=4\n") == 0);
-	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, m.data, m.len, 0, NULL) ==
-	      0);
-	buf_done(&m);
-	f = test_page_data("header_page", &len);
-	CHECK(segment_writer_append_file(w, "header_page", f, len, 1) == 0);
-	free(f);
-	for (size_t i = 0; i < ARRAY_SIZE(formats); i++) {
-		f = test_page_data(formats[i][1], &len);
-		CHECK(segment_writer_append_file(w, formats[i][0], f, len, 1) == 0);
-		free(f);
-	}
-	return w;
+	return seg_open_version(dir, name, 2, NULL);
 }
 
 /*
@@ -130,8 +106,8 @@ static struct frame_columns *encoder(void)
 	struct frame_columns *fc = frame_columns_new(8);
 
 	CHECK(fc != NULL);
-	for (size_t i = 0; i < ARRAY_SIZE(formats); i++) {
-		_cleanup_free_ char *text = test_page_data(formats[i][1], NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(synth_formats); i++) {
+		_cleanup_free_ char *text = test_page_data(synth_formats[i][1], NULL);
 
 		CHECK(frame_columns_add_format(fc, text) > 0);
 	}
@@ -143,7 +119,7 @@ static char *write_segment(const char *name, bool finish)
 {
 	_cleanup_(frame_columns_freep) struct frame_columns *fc = encoder();
 	struct segment_seek seek[NR_FRAMES];
-	struct segment_writer *w = seg_open(name);
+	struct segment_writer *w = seg_open2(name);
 	struct segment_index idx = { .flags = SEGMENT_INDEX_F_SEEK, .nr_frames = NR_FRAMES,
 				     .frames = seek };
 	char *path = NULL;
@@ -344,7 +320,7 @@ static void test_wall_window(void)
 	_cleanup_(frame_columns_freep) struct frame_columns *fc = encoder();
 	_cleanup_free_ char *path = NULL;
 	struct segment_seek seek[NR_FRAMES];
-	struct segment_writer *w = seg_open("00000005-wall");
+	struct segment_writer *w = seg_open2("00000005-wall");
 	struct segment_index idx = { .flags = SEGMENT_INDEX_F_SEEK, .nr_frames = NR_FRAMES,
 				     .frames = seek };
 	const uint64_t off = UINT64_C(1796126400) * NSEC_PER_SEC - frames[0].first_ts;
@@ -393,7 +369,7 @@ static void test_damaged(void)
 	_cleanup_(frame_columns_freep) struct frame_columns *fc = encoder();
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	_cleanup_free_ char *path = NULL;
-	struct segment_writer *w = seg_open("00000003-damaged");
+	struct segment_writer *w = seg_open2("00000003-damaged");
 	struct segment_index idx = {};
 	struct segment_seek seek[3];
 	struct segment_record rec;
@@ -432,7 +408,7 @@ static void test_version1(const char *columns_path)
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	_cleanup_free_ char *path = NULL;
 	struct decoder_filter f = DECODER_FILTER_ALL;
-	struct segment_writer *w = seg_open("00000004-v1");
+	struct segment_writer *w = seg_open2("00000004-v1");
 	struct segment_record rec;
 	size_t errors;
 	int r;

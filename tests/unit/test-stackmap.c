@@ -16,6 +16,7 @@
 #include "segment.h"
 #include "stackmap-internal.h"
 #include "stackmap.h"
+#include "stacktab-resolve.h"
 #include "stacktab.h"
 #include "util.h"
 

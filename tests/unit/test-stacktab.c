@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "helpers.h"
+#include "stacktab-resolve.h"
 #include "stacktab.h"
 #include "util.h"
 
@@ -527,8 +528,19 @@ static void test_many(void)
 	CHECK(stacktab_free(NULL) == NULL);
 }
 
+/* Our own bugs stop at the entry point that names them. */
+static void test_misuse(void)
+{
+	uint8_t payload[1] = { 0 };
+
+	CHECK_ABORTS(stacktab_add_stacks(NULL, payload, sizeof(payload)));
+	CHECK_ABORTS(stacktab_resolve(NULL, 0, 0, STACKTAB_KERNEL_ID, 1, NULL, NULL));
+	CHECK_ABORTS(stacktab_decode(NULL, 16, NULL, NULL));
+}
+
 int main(void)
 {
+	test_misuse();
 	test_round_trip();
 	test_encode_invalid();
 	test_malformed();

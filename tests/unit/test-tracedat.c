@@ -117,16 +117,6 @@ static char *write_and_report(struct tracedat *t, const char *keep)
 	return out ?: strdup("");
 }
 
-static bool have_trace_cmd(void)
-{
-	const char *ci = getenv("CI");
-
-	if (system("command -v trace-cmd >/dev/null 2>&1") == 0)
-		return true;
-	fprintf(stderr, "trace-cmd not found: report checks skipped\n");
-	CHECK(!ci || !streq(ci, "true"));
-	return false;
-}
 
 static const char expected[] =
 	"            bash-100   [000]     1.000000: kmalloc:              bytes_req=64\n"
@@ -147,7 +137,7 @@ static void test_stream(void)
 
 	for (size_t i = 0; i < ARRAY_SIZE(test_samples); i++)
 		CHECK(add_sample(t, &test_samples[i]) == 0);
-	if (!have_trace_cmd())
+	if (!test_have_tool("trace-cmd", "the trace-cmd report checks"))
 		return;
 	out = write_and_report(t, getenv("TRACEDAT_KEEP"));
 	CHECK_MSG(strstr(out, expected), "%s", out);
@@ -187,7 +177,7 @@ static void test_pages(void)
 	CHECK(tracedat_add_event(t, 1, ts, big, sizeof(big)) == 0);
 	CHECK(tracedat_add_event(t, 1, ts - 1, big, sizeof(big)) == -EINVAL);
 	CHECK(tracedat_add_event(t, 2, ts, big, sizeof(big)) == -EINVAL);
-	if (!have_trace_cmd())
+	if (!test_have_tool("trace-cmd", "the trace-cmd report checks"))
 		return;
 	out = write_and_report(t, NULL);
 	for (const char *p = out; (p = strstr(p, "kmalloc:")); p++)

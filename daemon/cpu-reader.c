@@ -24,7 +24,7 @@
 #include <zstd.h>
 
 #include "archive.h"
-#include "cpu_reader.h"
+#include "cpu-reader.h"
 #include "frame-columns.h"
 #include "log.h"
 #include "util.h"

@@ -1,0 +1,76 @@
+#!/bin/bash
+# [trace] subbuf_size: the daemon sets the ring buffer's sub-buffer size
+# (buffer_subbuf_size_kb, Linux 6.8), its segments say their page size, and
+# every reader follows it: for 8K and 64K the archive verifies, holds every
+# event the kernel says was read, and its trace.dat export prints the same
+# events in trace-cmd; at stop the instance's sub-buffer size is put back.
+. "$top_srcdir/tests/lib.sh"
+need_tracefs
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
+need_cmd trace-cmd
+
+tmp=$(mktmp)
+inst=$(new_instance_name)
+mkdir "$TRACEFS/instances/$inst" || fail "cannot create instance $inst"
+[ -e "$TRACEFS/instances/$inst/buffer_subbuf_size_kb" ] ||
+	skip "this kernel has no buffer_subbuf_size_kb (Linux 6.8 or later)"
+before=$(cat "$TRACEFS/instances/$inst/buffer_subbuf_size_kb")
+
+count_report_entries() {
+	awk '/^ *=>/ { next } /\[[0-9]+\] +[0-9]+\.[0-9]+:/ { n++ } END { print n + 0 }'
+}
+
+for kb in 8 64; do
+	note "sub-buffer $kb KiB"
+	rm -rf "$tmp/archive"
+	write_config "$tmp/stackmapd.conf" <<EOF
+[trace]
+instance = $inst
+events = kmem:kmem_cache_alloc sched:sched_switch
+stacktrace = all
+buffer_size = 2M
+subbuf_size = ${kb}K
+[archive]
+directory = $tmp/archive
+max_size = 0
+keep_free = 0
+[control]
+socket = $tmp/control
+EOF
+	# the kernel's counters go on across sub-buffer sizes: this run's are the difference
+	drained "$inst"
+	read0=$KERNEL_READ lost0=$KERNEL_LOST
+	start_daemon "$tmp/stackmapd.conf" "$tmp/daemon-$kb.log"
+	have=$(cat "$TRACEFS/instances/$inst/buffer_subbuf_size_kb")
+	[ "$have" = "$kb" ] || fail "buffer_subbuf_size_kb is $have while recording, not $kb"
+	"$SMLOAD" -j 2 -t 0.3 -q
+	stop_daemon_ok "$tmp/daemon-$kb.log"
+	drained "$inst"
+	KERNEL_READ=$((KERNEL_READ - read0)) KERNEL_LOST=$((KERNEL_LOST - lost0))
+	have=$(cat "$TRACEFS/instances/$inst/buffer_subbuf_size_kb")
+	[ "$have" = "$before" ] || fail "buffer_subbuf_size_kb is $have after the stop, was $before"
+
+	list_segments "$tmp/archive"
+	verify_ok "the archive ($kb KiB)" "${segs[@]}"
+	"$STACKMAPCTL" info --json "${segs[@]}" > "$tmp/info.json" || fail "info failed"
+	python3 - "$tmp/info.json" "$((kb * 1024))" <<'PY' || fail "segments do not say their page size"
+import json, sys
+want = int(sys.argv[2])
+for line in open(sys.argv[1]):
+    if line.strip():
+        d = json.loads(line)
+        got = int(d.get("meta", {}).get("page_size", 0))
+        if got != want:
+            sys.exit("%s: page_size %s, want %d" % (d.get("path"), got, want))
+PY
+	n=$("$STACKMAPCTL" report "${segs[@]}" 2>/dev/null | count_report_entries)
+	[ "$n" = "$KERNEL_READ" ] ||
+		fail "$kb KiB: the archive holds $n entries, the kernel says $KERNEL_READ were read"
+	note "$kb KiB: $n entries, $KERNEL_LOST lost"
+
+	"$STACKMAPCTL" export --format trace.dat -o "$tmp/t.dat" "${segs[@]}" 2>"$tmp/export.err" ||
+		fail "export trace.dat failed: $(cat "$tmp/export.err")"
+	m=$(trace-cmd report -i "$tmp/t.dat" 2>/dev/null | count_report_entries)
+	[ "$m" = "$n" ] || fail "$kb KiB: trace-cmd reads $m entries from the export, report $n"
+done
+exit 0
