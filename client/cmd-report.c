@@ -18,6 +18,7 @@
 #include "event-format.h"
 #include "log.h"
 #include "selection.h"
+#include "strmap.h"
 #include "util.h"
 #include "wallclock.h"
 
@@ -377,71 +378,11 @@ int cmd_report(int argc, char **argv)
 /* ---- folded ---- */
 
 /* Folded lines and their counts: a string hash table. */
+/* A folded stack and how many times it was seen, for sorting the output. */
 struct fold {
-	char *key;
+	const char *key;		/* borrowed from the strmap */
 	uint64_t count;
 };
-
-struct folds {
-	struct fold *slots;
-	size_t nr_slots, nr;
-};
-
-static size_t str_hash(const char *s, size_t len)
-{
-	uint64_t h = UINT64_C(14695981039346656037);	/* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= UINT64_C(1099511628211);
-	}
-	return (size_t)h;
-}
-
-static struct fold *fold_slot(struct fold *slots, size_t nr_slots, const char *key, size_t len)
-{
-	size_t mask = nr_slots - 1;
-
-	for (size_t i = str_hash(key, len) & mask;; i = (i + 1) & mask)
-		if (!slots[i].key || (strlen(slots[i].key) == len && !memcmp(slots[i].key, key, len)))
-			return &slots[i];
-}
-
-static int folds_add(struct folds *f, const char *key, size_t len)
-{
-	struct fold *slot;
-
-	if (f->nr * 2 >= f->nr_slots) {
-		size_t n = f->nr_slots ? f->nr_slots * 2 : 1024;
-		struct fold *slots = calloc(n, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (size_t i = 0; i < f->nr_slots; i++)
-			if (f->slots[i].key)
-				*fold_slot(slots, n, f->slots[i].key, strlen(f->slots[i].key)) =
-					f->slots[i];
-		free(f->slots);
-		f->slots = slots;
-		f->nr_slots = n;
-	}
-	slot = fold_slot(f->slots, f->nr_slots, key, len);
-	if (!slot->key) {
-		slot->key = strndup(key, len);
-		if (!slot->key)
-			return -ENOMEM;
-		f->nr++;
-	}
-	slot->count++;
-	return 0;
-}
-
-static void folds_done(struct folds *f)
-{
-	for (size_t i = 0; i < f->nr_slots; i++)
-		free(f->slots[i].key);
-	free(f->slots);
-}
 
 static int fold_cmp(const void *a, const void *b)
 {
@@ -473,8 +414,10 @@ static int append_frame(struct buf *b, const struct decoded_event *ev, uint16_t 
 	return 0;
 }
 
-static int fold_event(struct folds *f, struct buf *b, const struct decoded_event *ev)
+/* Count the stack of ev in folds (each folded line once, with its count in the counter). */
+static int fold_event(struct strmap *folds, struct buf *b, const struct decoded_event *ev)
 {
+	size_t idx;
 	int r;
 
 	buf_reset(b);
@@ -490,11 +433,15 @@ static int fold_event(struct folds *f, struct buf *b, const struct decoded_event
 	}
 	if (r < 0)
 		return r;
-	return folds_add(f, (const char *)b->data, b->len);
+	r = strmap_intern(folds, (const char *)b->data, b->len, &idx);
+	if (r < 0)
+		return r;
+	(*strmap_counter(folds, idx))++;
+	return 0;
 }
 
 struct folded_ctx {
-	struct folds f;
+	struct strmap *folds;
 	struct buf b;
 };
 
@@ -505,7 +452,7 @@ static int folded_event(struct decoded_event *ev, void *userdata)
 
 	if (!ev->is_stack)
 		return 0;
-	r = fold_event(&ctx->f, &ctx->b, ev);
+	r = fold_event(ctx->folds, &ctx->b, ev);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot fold stacks");
 	return 0;
@@ -521,7 +468,10 @@ int cmd_folded(int argc, char **argv)
 	const char *usage = "Usage: stackmapctl folded [OPTIONS] [SEGMENT|DIRECTORY...]\n"
 		SELECTION_USAGE;
 	_cleanup_(selection_done) struct selection sel;
+	_cleanup_(strmap_freep) struct strmap *folds = NULL;
+	_cleanup_free_ struct fold *all = NULL;
 	struct folded_ctx ctx = {};
+	size_t n;
 	int c, r;
 
 	selection_init(&sel);
@@ -539,34 +489,30 @@ int cmd_folded(int argc, char **argv)
 	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
 		return 1;
 
+	folds = ctx.folds = strmap_new();
+	if (!folds) {
+		log_errno(LOG_ERR, -ENOMEM, "cannot fold stacks");
+		return 1;
+	}
 	r = selection_decode(&sel, &(struct selection_run){ .event = folded_event,
 							    .userdata = &ctx });
 	note_unresolved(&sel);
 	buf_done(&ctx.b);
-	if (r < 0) {
-		folds_done(&ctx.f);
+	if (r < 0)
 		return 1;
-	}
 
 	/* Sorted so that equal inputs give equal outputs (diffable flame graph input). */
-	{
-		struct fold *all = calloc(ctx.f.nr ? ctx.f.nr : 1, sizeof(*all));
-		size_t n = 0;
-
-		if (!all) {
-			folds_done(&ctx.f);
-			log_errno(LOG_ERR, -ENOMEM, "cannot fold stacks");
-			return 1;
-		}
-		for (size_t i = 0; i < ctx.f.nr_slots; i++)
-			if (ctx.f.slots[i].key)
-				all[n++] = ctx.f.slots[i];
-		qsort(all, n, sizeof(*all), fold_cmp);
-		for (size_t i = 0; i < n; i++)
-			printf("%s %" PRIu64 "\n", all[i].key, all[i].count);
-		free(all);
+	n = strmap_size(folds);
+	all = calloc(n ? n : 1, sizeof(*all));
+	if (!all) {
+		log_errno(LOG_ERR, -ENOMEM, "cannot fold stacks");
+		return 1;
 	}
-	folds_done(&ctx.f);
+	for (size_t i = 0; i < n; i++)
+		all[i] = (struct fold){ strmap_get(folds, i, NULL), *strmap_counter(folds, i) };
+	qsort(all, n, sizeof(*all), fold_cmp);
+	for (size_t i = 0; i < n; i++)
+		printf("%s %" PRIu64 "\n", all[i].key, all[i].count);
 	if (fflush(stdout) != 0) {
 		log_errno(LOG_ERR, -errno, "cannot write the stacks");
 		return 1;

@@ -120,16 +120,8 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	struct pending *p;
 	int pid;
 
-	if (ev->cpu >= src->nr_cpus) {
-		size_t n = MAX((size_t)ev->cpu + 1, src->nr_cpus * 2);
-		struct pending *a = reallocarray(src->cpus, n, sizeof(*a));
-
-		if (!a)
-			return -ENOMEM;
-		memset(a + src->nr_cpus, 0, (n - src->nr_cpus) * sizeof(*a));
-		src->cpus = a;
-		src->nr_cpus = n;
-	}
+	if (GREEDY_REALLOC0(src->cpus, src->nr_cpus, (size_t)ev->cpu + 1) < 0)
+		return -ENOMEM;
 	p = &src->cpus[ev->cpu];
 	if (ev->is_stack) {
 		if (p->set && ev->owner && ev->owner == p->event && streq(ev->owner->name, p->name))

@@ -501,16 +501,8 @@ bool selection_wanted(struct selection *s, const struct decoded_event *ev)
 	struct selection_state *st = s->state;
 	bool w;
 
-	if (ev->cpu >= st->nr_cpus) {
-		size_t n = MAX((size_t)ev->cpu + 1, st->nr_cpus * 2);
-		bool *a = reallocarray(st->cpu_wanted, n, sizeof(*a));
-
-		if (!a)
-			return false;
-		memset(a + st->nr_cpus, 0, (n - st->nr_cpus) * sizeof(*a));
-		st->cpu_wanted = a;
-		st->nr_cpus = n;
-	}
+	if (GREEDY_REALLOC0(st->cpu_wanted, st->nr_cpus, (size_t)ev->cpu + 1) < 0)
+		return false;
 	/*
 	 * A stack goes with the event before it on its CPU. With no filter but
 	 * the CPU, also one whose event was not seen (lost, or before the

@@ -59,15 +59,8 @@ int archive_add_finished(struct archive *a, const char *name, uint64_t seq, uint
 {
 	struct finished *f;
 
-	if (a->nr_done == a->done_cap) {
-		size_t cap = a->done_cap ? a->done_cap * 2 : 64;
-
-		f = realloc(a->done, cap * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		a->done = f;
-		a->done_cap = cap;
-	}
+	if (GREEDY_REALLOC(a->done, a->done_cap, a->nr_done + 1) < 0)
+		return -ENOMEM;
 	f = &a->done[a->nr_done];
 	f->name = strdup(name);
 	if (!f->name)

@@ -248,7 +248,7 @@ static int resolve_group(const char *group, gid_t *ret)
 {
 	_cleanup_free_ char *buf = NULL;
 	struct group grp, *res = NULL;
-	size_t size = 1024;
+	size_t size = 0;
 	char *end;
 	int r;
 
@@ -259,14 +259,12 @@ static int resolve_group(const char *group, gid_t *ret)
 		return 0;
 	}
 	for (;;) {
-		free(buf);
-		buf = malloc(size);
-		if (!buf)
+		/* getgrnam_r() wants more room: twice as much, up to 1 MiB */
+		if (GREEDY_REALLOC(buf, size, MAX(size + 1, (size_t)1024)) < 0)
 			return -ENOMEM;
 		r = getgrnam_r(group, &grp, buf, size, &res);
 		if (r != ERANGE || size > 1024 * 1024)
 			break;
-		size *= 2;
 	}
 	if (r != 0)
 		return -r;

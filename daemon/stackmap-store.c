@@ -228,15 +228,8 @@ int sm_gen_append(struct stackmap *sm, struct sm_gen **ret)
 		sm->nr_gens -= drop;
 		sm->base += (uint32_t)drop;
 	}
-	if (sm->nr_gens == sm->cap_gens) {
-		size_t cap = sm->cap_gens ? sm->cap_gens * 2 : 16;
-		struct sm_gen *v = realloc(sm->gens, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		sm->gens = v;
-		sm->cap_gens = cap;
-	}
+	if (GREEDY_REALLOC(sm->gens, sm->cap_gens, sm->nr_gens + 1) < 0)
+		return -ENOMEM;
 	*ret = &sm->gens[sm->nr_gens++];
 	**ret = (struct sm_gen){ 0 };
 	return 0;

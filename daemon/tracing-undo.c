@@ -51,15 +51,8 @@ int tracing_undo_push(struct tracing *t, const char *path, const char *value, bo
 {
 	struct undo u = { .truncate = truncate };
 
-	if (t->n_undo == t->cap_undo) {
-		size_t cap = t->cap_undo ? t->cap_undo * 2 : 32;
-		struct undo *n = reallocarray(t->undo, cap, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		t->undo = n;
-		t->cap_undo = cap;
-	}
+	if (GREEDY_REALLOC(t->undo, t->cap_undo, t->n_undo + 1) < 0)
+		return -ENOMEM;
 	u.path = strdup(path);
 	u.value = strdup(value);
 	if (!u.path || !u.value) {

@@ -9,16 +9,16 @@
  */
 #include <pthread.h>
 
+#include "hashtab.h"
 #include "transcode.h"
 #include "util.h"
 
 #define TRANSCODER_CACHE 4096
-#define DEDUP_BUCKETS_MIN 4096
+#define DEDUP_RESERVE 4096
 
 struct stackdedup {
 	pthread_mutex_t lock;
-	struct dstack **buckets;
-	size_t nr_buckets;
+	struct hashtab stacks;		/* values: struct dstack *, owned */
 	size_t count;
 	size_t max_stacks;
 	atomic_uint_fast64_t overflows;
@@ -61,9 +61,8 @@ struct stackdedup *stackdedup_new(size_t max_stacks)
 
 	if (!d)
 		return NULL;
-	d->nr_buckets = DEDUP_BUCKETS_MIN;
-	d->buckets = calloc(d->nr_buckets, sizeof(*d->buckets));
-	if (!d->buckets) {
+	/* room for the first stacks, so that boot does not rehash under the lock */
+	if (hashtab_reserve(&d->stacks, DEDUP_RESERVE) < 0) {
 		free(d);
 		return NULL;
 	}
@@ -76,17 +75,7 @@ struct stackdedup *stackdedup_free(struct stackdedup *d)
 {
 	if (!d)
 		return NULL;
-	for (size_t i = 0; i < d->nr_buckets; i++) {
-		struct dstack *s = d->buckets[i];
-
-		while (s) {
-			struct dstack *n = s->next;
-
-			free(s);
-			s = n;
-		}
-	}
-	free(d->buckets);
+	hashtab_done_free(&d->stacks);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	return NULL;
@@ -107,62 +96,26 @@ uint64_t stackdedup_overflows(struct stackdedup *d)
 	return atomic_load(&d->overflows);
 }
 
-static uint64_t hash_ips(const uint8_t *ips, uint16_t nr)
-{
-	/* FNV-1a over 64-bit words, then a final mix: cheap and good enough. */
-	uint64_t h = 0xcbf29ce484222325ULL ^ nr;
-
-	for (uint16_t i = 0; i < nr; i++) {
-		uint64_t v;
-
-		memcpy(&v, ips + 8 * i, 8);
-		h = (h ^ v) * 0x100000001b3ULL;
-	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
-}
-
 static bool dstack_matches(const struct dstack *s, uint64_t hash, const uint8_t *ips, uint16_t nr)
 {
 	return s->hash == hash && s->nr == nr && memcmp(s->ips, ips, 8u * nr) == 0;
 }
 
-static void dedup_grow(struct stackdedup *d)
-{
-	size_t n = d->nr_buckets * 2;
-	struct dstack **b = calloc(n, sizeof(*b));
-
-	if (!b)
-		return;			/* longer chains, still correct */
-	for (size_t i = 0; i < d->nr_buckets; i++) {
-		struct dstack *s = d->buckets[i];
-
-		while (s) {
-			struct dstack *next = s->next;
-			size_t k = s->hash & (n - 1);
-
-			s->next = b[k];
-			b[k] = s;
-			s = next;
-		}
-	}
-	free(d->buckets);
-	d->buckets = b;
-	d->nr_buckets = n;
-}
-
 /* Find or insert; NULL when the table is full or memory ran out. */
 static struct dstack *dedup_get(struct stackdedup *d, uint64_t hash, const uint8_t *ips, uint16_t nr)
 {
+	struct hashtab_slot *slot;
 	struct dstack *s;
 
 	pthread_mutex_lock(&d->lock);
-	for (s = d->buckets[hash & (d->nr_buckets - 1)]; s; s = s->next)
+	hashtab_foreach_candidate(slot, &d->stacks, hash) {
+		s = (struct dstack *)slot->val;
 		if (dstack_matches(s, hash, ips, nr))
 			goto out;
-	if (d->count >= d->max_stacks)
+	}
+	s = NULL;
+	/* the room first: a stack that cannot be indexed is never made */
+	if (d->count >= d->max_stacks || hashtab_reserve(&d->stacks, d->count + 1) < 0)
 		goto out;
 	s = malloc(sizeof(*s) + 8u * nr);
 	if (!s)
@@ -172,10 +125,7 @@ static struct dstack *dedup_get(struct stackdedup *d, uint64_t hash, const uint8
 	s->emitted_seq = UINT64_MAX;
 	s->id = (uint32_t)++d->count;
 	memcpy(s->ips, ips, 8u * nr);
-	s->next = d->buckets[hash & (d->nr_buckets - 1)];
-	d->buckets[hash & (d->nr_buckets - 1)] = s;
-	if (d->count > d->nr_buckets * 2)
-		dedup_grow(d);
+	(void)hashtab_add(&d->stacks, hash, (uintptr_t)s);	/* cannot fail: reserved */
 out:
 	pthread_mutex_unlock(&d->lock);
 	return s;
@@ -189,11 +139,8 @@ int transcoder_init(struct transcoder *t, const struct page_layout *layout, stru
 	t->layout = layout;
 	t->dedup = dedup;
 	t->cache = calloc(TRANSCODER_CACHE, sizeof(*t->cache));
-	t->ref_set_cap = 1024;
-	t->ref_set = calloc(t->ref_set_cap, sizeof(*t->ref_set));
-	t->id_set_cap = 1024;
-	t->id_set = calloc(t->id_set_cap, sizeof(*t->id_set));
-	if (!t->cache || !t->ref_set || !t->id_set) {
+	if (!t->cache || hashtab_reserve(&t->ref_set, 512) < 0 ||
+	    hashtab_reserve(&t->id_set, 512) < 0) {
 		transcoder_done(t);
 		return -ENOMEM;
 	}
@@ -204,111 +151,52 @@ void transcoder_done(struct transcoder *t)
 {
 	free(t->cache);
 	free(t->refs);
-	free(t->ref_set);
+	hashtab_done(&t->ref_set);
 	free(t->ids);
-	free(t->id_set);
+	hashtab_done(&t->id_set);
 	memset(t, 0, sizeof(*t));
 }
 
 void transcoder_reset_refs(struct transcoder *t)
 {
-	if (t->nr_refs)
-		memset(t->ref_set, 0, t->ref_set_cap * sizeof(*t->ref_set));
-	if (t->nr_ids)
-		memset(t->id_set, 0, t->id_set_cap * sizeof(*t->id_set));
+	hashtab_clear(&t->ref_set);
+	hashtab_clear(&t->id_set);
 	t->nr_refs = 0;
 	t->nr_ids = 0;
 }
 
-static int grow_sets_refs(struct transcoder *t)
-{
-	size_t cap = t->ref_set_cap * 2;
-	struct dstack **set = calloc(cap, sizeof(*set));
-
-	if (!set)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nr_refs; i++) {
-		size_t k = t->refs[i]->hash & (cap - 1);
-
-		while (set[k])
-			k = (k + 1) & (cap - 1);
-		set[k] = t->refs[i];
-	}
-	free(t->ref_set);
-	t->ref_set = set;
-	t->ref_set_cap = cap;
-	return 0;
-}
-
 static int add_ref(struct transcoder *t, struct dstack *s)
 {
-	size_t k;
+	struct hashtab_slot *slot;
 
-	if ((t->nr_refs + 1) * 2 > t->ref_set_cap && grow_sets_refs(t) < 0)
-		return -ENOMEM;
-	for (k = s->hash & (t->ref_set_cap - 1); t->ref_set[k]; k = (k + 1) & (t->ref_set_cap - 1))
-		if (t->ref_set[k] == s)
+	hashtab_foreach_candidate(slot, &t->ref_set, s->hash)
+		if (slot->val == (uintptr_t)s)
 			return 0;
-	if (t->nr_refs == t->refs_cap) {
-		size_t cap = t->refs_cap ? t->refs_cap * 2 : 256;
-		struct dstack **r = realloc(t->refs, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		t->refs = r;
-		t->refs_cap = cap;
-	}
-	t->ref_set[k] = s;
+	if (GREEDY_REALLOC(t->refs, t->refs_cap, t->nr_refs + 1) < 0 ||
+	    hashtab_add(&t->ref_set, s->hash, (uintptr_t)s) < 0)
+		return -ENOMEM;
 	t->refs[t->nr_refs++] = s;
 	return 0;
 }
 
-static uint32_t id_hash(uint32_t id)
-{
-	return id * 2654435761u;
-}
-
 static int add_id(struct transcoder *t, uint32_t id)
 {
-	size_t k;
+	uint64_t h = hash_u64(id);
+	struct hashtab_slot *slot;
 
-	if ((t->nr_ids + 1) * 2 > t->id_set_cap) {
-		size_t cap = t->id_set_cap * 2;
-		uint32_t *set = calloc(cap, sizeof(*set));
-
-		if (!set)
-			return -ENOMEM;
-		for (size_t i = 0; i < t->nr_ids; i++) {
-			size_t j = id_hash(t->ids[i]) & (cap - 1);
-
-			while (set[j])
-				j = (j + 1) & (cap - 1);
-			set[j] = t->ids[i] + 1;
-		}
-		free(t->id_set);
-		t->id_set = set;
-		t->id_set_cap = cap;
-	}
-	for (k = id_hash(id) & (t->id_set_cap - 1); t->id_set[k]; k = (k + 1) & (t->id_set_cap - 1))
-		if (t->id_set[k] == id + 1)
+	hashtab_foreach_candidate(slot, &t->id_set, h)
+		if (slot->val == (uintptr_t)id + 1)
 			return 0;
-	if (t->nr_ids == t->ids_cap) {
-		size_t cap = t->ids_cap ? t->ids_cap * 2 : 256;
-		uint32_t *r = realloc(t->ids, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		t->ids = r;
-		t->ids_cap = cap;
-	}
-	t->id_set[k] = id + 1;
+	if (GREEDY_REALLOC(t->ids, t->ids_cap, t->nr_ids + 1) < 0 ||
+	    hashtab_add(&t->id_set, h, (uintptr_t)id + 1) < 0)
+		return -ENOMEM;
 	t->ids[t->nr_ids++] = id;
 	return 0;
 }
 
 static struct dstack *lookup_stack(struct transcoder *t, const uint8_t *ips, uint16_t nr)
 {
-	uint64_t hash = hash_ips(ips, nr);
+	uint64_t hash = hash_bytes(ips, 8u * nr);
 	struct dstack **slot = &t->cache[hash & (TRANSCODER_CACHE - 1)];
 	struct dstack *s = *slot;
 

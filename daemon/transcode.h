@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "hashtab.h"
 #include "page-walk.h"
 
 /* Where the fields of a page header are, and which event ids matter. */
@@ -55,7 +56,6 @@ struct page_format page_layout_format(const struct page_layout *l);
 /* One deduplicated kernel stack. Immutable after creation except the marks. */
 struct dstack {
 	uint64_t hash;
-	struct dstack *next;		/* hash chain, under the table lock */
 	uint64_t emitted_seq;		/* segment it was last written to; archive lock */
 	uint32_t id;
 	uint16_t nr;
@@ -101,12 +101,10 @@ struct transcoder {
 	/* references of the current frame */
 	struct dstack **refs;
 	size_t nr_refs, refs_cap;
-	struct dstack **ref_set;		/* open addressing, for dedup of refs */
-	size_t ref_set_cap;
+	struct hashtab ref_set;			/* the refs, to add each once */
 	uint32_t *ids;				/* kernel stack ids */
 	size_t nr_ids, ids_cap;
-	uint32_t *id_set;			/* open addressing, value+1, 0 = empty */
-	size_t id_set_cap;
+	struct hashtab id_set;			/* the ids, each + 1 */
 
 	/* markers seen since the last transcoder_take_markers() */
 	struct page_marker markers[TRANSCODER_MAX_MARKERS];

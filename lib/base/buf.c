@@ -11,23 +11,12 @@
 
 int buf_reserve(struct buf *b, size_t n)
 {
-	size_t cap;
-	uint8_t *p;
-
-	if (b->cap - b->len >= n)
+	/* the column encoder reserves for every value: keep the common case to one test */
+	if (_likely_(b->cap - b->len >= n))
 		return 0;
-	cap = b->cap ? b->cap : 256;
-	while (cap - b->len < n) {
-		if (cap > SIZE_MAX / 2)
-			return -ENOMEM;
-		cap *= 2;
-	}
-	p = realloc(b->data, cap);
-	if (!p)
+	if (n > SIZE_MAX - b->len)
 		return -ENOMEM;
-	b->data = p;
-	b->cap = cap;
-	return 0;
+	return GREEDY_REALLOC(b->data, b->cap, MAX(b->len + n, (size_t)256));
 }
 
 int buf_append(struct buf *b, const void *p, size_t n)
@@ -44,8 +33,9 @@ int buf_append(struct buf *b, const void *p, size_t n)
 
 int buf_append_u16(struct buf *b, uint16_t v)
 {
-	uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+	uint8_t x[2];
 
+	put_le16(x, v);
 	return buf_append(b, x, sizeof(x));
 }
 

@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 
+#include "byteorder.h"
 #include "crc32c.h"
 
 static uint32_t table[8][256];
@@ -31,10 +32,8 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
 	pthread_once(&table_once, table_init);
 	crc = ~crc;
 	while (len >= 8) {
-		uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-				     (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-		uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 |
-			      (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+		uint32_t lo = crc ^ get_le32(p);
+		uint32_t hi = get_le32(p + 4);
 
 		crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^
 		      table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^

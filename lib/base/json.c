@@ -449,17 +449,8 @@ static int parse_number(struct parser *p, struct json_value *v)
 
 static int add_item(struct json_value *parent, struct json_value *item)
 {
-	size_t nr = parent->nr_items;
-
-	/* Capacity doubles from 4: grow when nr is 0 or a power of two >= 4. */
-	if (nr == 0 || (nr >= 4 && (nr & (nr - 1)) == 0)) {
-		size_t cap = parent->nr_items ? parent->nr_items * 2 : 4;
-		struct json_value **n = realloc(parent->items, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		parent->items = n;
-	}
+	if (GREEDY_REALLOC(parent->items, parent->cap_items, parent->nr_items + 1) < 0)
+		return -ENOMEM;
 	parent->items[parent->nr_items++] = item;
 	return 0;
 }

@@ -88,6 +88,7 @@ struct json_value {
 	size_t len;			/* length of string (a decoded \u0000 stays inside) */
 	struct json_value **items;	/* JSON_ARRAY, JSON_OBJECT: members in document order */
 	size_t nr_items;
+	size_t cap_items;		/* room in items; the parser's */
 };
 
 /*

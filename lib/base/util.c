@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Small helpers (util.h) that need more than a line: formatting into a new
- * string, reading and writing whole files (tracefs reports size 0, so
+ * Small helpers (util.h) that need more than a line: growing arrays,
+ * formatting into a new string, reading and writing whole files (tracefs reports size 0, so
  * files are read to EOF), complete writes, and fsync of a directory.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/stat.h>
@@ -28,6 +29,45 @@ int vstrprintf(char **ret, const char *fmt, va_list ap)
 	if (vasprintf(&s, fmt, ap) < 0)
 		return -ENOMEM;
 	*ret = s;
+	return 0;
+}
+
+int greedy_realloc(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n;
+	void *q;
+
+	assert(size > 0);
+	if (need <= *cap)
+		return 0;
+	/* checked here, not by the allocator: sanitizers treat an overflowing request as a bug */
+	if (need > SIZE_MAX / size)
+		return -ENOMEM;
+	n = MIN(*cap, SIZE_MAX / size / 2) * 2;
+	n = MAX(n, need);
+	n = MAX(n, 64 / size);
+	q = realloc(*p, n * size);
+	if (!q && n > need) {
+		/* doubling is only a wish: the exact size may still fit */
+		n = need;
+		q = realloc(*p, n * size);
+	}
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+int greedy_realloc0(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t old = *cap;
+	int r;
+
+	r = greedy_realloc(p, cap, need, size);
+	if (r < 0)
+		return r;
+	memset((uint8_t *)*p + old * size, 0, (*cap - old) * size);
 	return 0;
 }
 
@@ -57,26 +97,18 @@ int read_file(const char *path, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 4096;
+	size_t len = 0, cap = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
 	for (;;) {
 		size_t want;
 		ssize_t n;
 
-		if (cap - len < 2) {
-			char *nb = realloc(buf, cap * 2);
-
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-			cap *= 2;
-		}
+		/* a first read of 4 KiB, then at least one byte and the NUL */
+		if (GREEDY_REALLOC(buf, cap, MAX(len + 2, (size_t)4096)) < 0)
+			return -ENOMEM;
 		want = cap - len - 1;
 		n = read_full(fd, buf + len, want, -1);
 		if (n < 0)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Small helpers shared by the daemon, the client and the tests: cleanup
- * attributes, ownership transfer, time, and checked string formatting;
- * and the rule that assert() is never compiled out.
+ * attributes, ownership transfer, growing arrays, time, and checked string
+ * formatting; and the rule that assert() is never compiled out.
  */
 #ifndef STACKMAPD_UTIL_H
 #define STACKMAPD_UTIL_H
@@ -100,6 +100,43 @@ static inline void fclosep(FILE **f)
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+
+/*
+ * Make room in the array *p, which has room for *cap elements of size
+ * bytes, for need elements. When need > *cap the array is reallocated to
+ * the larger of need and twice *cap (and, the first time, at least 64
+ * bytes' worth), so that appending one element at a time costs amortized
+ * O(1); the elements past the old *cap are uninitialized. Returns 0, or
+ * -ENOMEM with *p and *cap unchanged. The one place that doubles a
+ * capacity: use GREEDY_REALLOC() or GREEDY_REALLOC0() rather than
+ * calling it.
+ */
+int greedy_realloc(void **p, size_t *cap, size_t need, size_t size);
+
+/* greedy_realloc(), and the elements past the old *cap are zeroed. */
+int greedy_realloc0(void **p, size_t *cap, size_t need, size_t size);
+
+#define GREEDY_REALLOC_IMPL(func, array, cap, need)                                     \
+	({                                                                              \
+		size_t _need_ = (need);                                                 \
+		int _r_ = 0;                                                            \
+		if (_unlikely_(_need_ > (cap))) {                                       \
+			void *_p_ = (array);                                            \
+			_r_ = func(&_p_, &(cap), _need_, sizeof((array)[0]));           \
+			(array) = _p_;                                                  \
+		}                                                                       \
+		_r_;                                                                    \
+	})
+
+/*
+ * Grow array (any pointer lvalue) whose room, in elements, is the size_t
+ * lvalue cap, to hold at least need elements; array and cap are updated in
+ * place. Costs one comparison when there is room. Returns 0 or -ENOMEM.
+ */
+#define GREEDY_REALLOC(array, cap, need) GREEDY_REALLOC_IMPL(greedy_realloc, array, cap, need)
+
+/* GREEDY_REALLOC(), with the new elements zeroed. */
+#define GREEDY_REALLOC0(array, cap, need) GREEDY_REALLOC_IMPL(greedy_realloc0, array, cap, need)
 
 /* Negative errno of the last failure, never 0 (libraries do not always set errno). */
 static inline int negative_errno(void)

@@ -62,7 +62,7 @@ struct cpu_stream {
 	uint32_t total;		/* items the first pass selected */
 	uint32_t read;		/* items handed out so far */
 	struct item_ref *refs;	/* total entries, in file order */
-	uint32_t cap;
+	size_t cap;
 };
 
 struct decoder_segment {

@@ -324,15 +324,8 @@ static int cpu_streams(struct decoder_segment *s, uint32_t cpu, struct cpu_strea
 
 static int add_ref(struct cpu_stream *cs, const struct item_ref *ref)
 {
-	if (cs->total == cs->cap) {
-		uint32_t ncap = cs->cap ? cs->cap * 2 : 16;
-		struct item_ref *n = realloc(cs->refs, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		cs->refs = n;
-		cs->cap = ncap;
-	}
+	if (GREEDY_REALLOC(cs->refs, cs->cap, (size_t)cs->total + 1) < 0)
+		return -ENOMEM;
 	cs->refs[cs->total++] = *ref;
 	return 0;
 }

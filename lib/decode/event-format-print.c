@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "event-format-internal.h"
+#include "util.h"
 
 struct run {
 	const uint8_t *data;
@@ -93,21 +94,12 @@ static uint64_t eval(struct run *r, const struct fx *x)
 
 static char *reserve(struct fout *o, size_t n)
 {
-	char *p;
-	size_t cap;
-
 	if (o->len + n <= o->cap)
 		return o->buf + o->len;
-	cap = o->cap ? o->cap : 256;
-	while (cap < o->len + n)
-		cap *= 2;
-	p = realloc(o->buf, cap);
-	if (!p) {
+	if (GREEDY_REALLOC(o->buf, o->cap, MAX(o->len + n, (size_t)256)) < 0) {
 		o->ok = false;
 		return NULL;
 	}
-	o->buf = p;
-	o->cap = cap;
 	return o->buf + o->len;
 }
 

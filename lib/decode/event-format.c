@@ -21,6 +21,8 @@
 
 #include "event-format.h"
 #include "event-format-internal.h"
+#include "hashtab.h"
+#include "util.h"
 
 /* Handles with programs held at once; more come one after another as a report reads segments. */
 #define TEP_SLOTS 4
@@ -33,8 +35,9 @@ struct entry {
 struct tep_slot {
 	struct tep_handle *tep;		/* referenced (tep_ref) while the slot holds it */
 	unsigned long long used;
-	struct entry *entries;		/* open addressing on the event pointer */
+	struct entry *entries;		/* in the order first seen */
 	size_t nr, cap;
+	struct hashtab index;		/* event pointer -> index in entries + 1 */
 	struct fsym *syms;		/* FSYM_SLOTS, or NULL */
 };
 
@@ -589,9 +592,10 @@ struct event_format_cache *event_format_cache_new(void)
 
 static void slot_clear(struct tep_slot *slot)
 {
-	for (size_t i = 0; i < slot->cap; i++)
+	for (size_t i = 0; i < slot->nr; i++)
 		fprog_free(slot->entries[i].prog);
 	free(slot->entries);
+	hashtab_done(&slot->index);
 	free(slot->syms);
 	if (slot->tep)
 		tep_unref(slot->tep);
@@ -630,42 +634,25 @@ static struct tep_slot *slot_of(struct event_format_cache *c, struct tep_handle 
 	return lru;
 }
 
-static size_t hash_ptr(const void *p, size_t cap)
-{
-	return ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (cap - 1);
-}
-
 static struct entry *slot_find(struct tep_slot *slot, const struct tep_event *event)
 {
-	size_t i;
+	uint64_t h = hash_u64((uintptr_t)event);
+	struct hashtab_slot *s;
 
-	if (!slot->cap)
-		return NULL;
-	for (i = hash_ptr(event, slot->cap); slot->entries[i].event; i = (i + 1) & (slot->cap - 1))
-		if (slot->entries[i].event == event)
-			return &slot->entries[i];
-	return &slot->entries[i];
+	hashtab_foreach_candidate(s, &slot->index, h)
+		if (slot->entries[s->val - 1].event == event)
+			return &slot->entries[s->val - 1];
+	return NULL;
 }
 
-static int slot_grow(struct tep_slot *slot)
+/* A new entry for event (not in the slot yet), without a program; NULL without memory. */
+static struct entry *slot_add(struct tep_slot *slot, const struct tep_event *event)
 {
-	size_t cap = slot->cap ? slot->cap * 2 : 64;
-	struct entry *old = slot->entries, *e;
-	size_t old_cap = slot->cap;
-
-	slot->entries = calloc(cap, sizeof(*slot->entries));
-	if (!slot->entries) {
-		slot->entries = old;
-		return -ENOMEM;
-	}
-	slot->cap = cap;
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].event) {
-			e = slot_find(slot, old[i].event);
-			*e = old[i];
-		}
-	free(old);
-	return 0;
+	if (GREEDY_REALLOC(slot->entries, slot->cap, slot->nr + 1) < 0 ||
+	    hashtab_add(&slot->index, hash_u64((uintptr_t)event), slot->nr + 1) < 0)
+		return NULL;
+	slot->entries[slot->nr] = (struct entry){ .event = event };
+	return &slot->entries[slot->nr++];
 }
 
 /* The program of event (NULL: libtraceevent's), compiled on first use. */
@@ -680,13 +667,11 @@ static struct fprog *lookup(struct event_format_cache *c, struct tep_event *even
 	slot = slot_of(c, event->tep);
 	slot->used = ++c->tick;
 	e = slot_find(slot, event);
-	if (!e || !e->event) {
-		if ((slot->nr + 1) * 2 > slot->cap && slot_grow(slot) < 0)
+	if (!e) {
+		e = slot_add(slot, event);
+		if (!e)
 			return NULL;
-		e = slot_find(slot, event);
-		e->event = event;
 		e->prog = compile(event);
-		slot->nr++;
 		if (e->prog)
 			c->stats.types_fast++;
 		else

@@ -77,15 +77,8 @@ static struct node *child(struct node *n, const char *name, size_t len)
 		else
 			hi = mid;
 	}
-	if (n->nr == n->cap) {
-		size_t cap = n->cap ? n->cap * 2 : 4;
-		struct node *a = reallocarray(n->children, cap, sizeof(*a));
-
-		if (!a)
-			return NULL;
-		n->children = a;
-		n->cap = cap;
-	}
+	if (GREEDY_REALLOC(n->children, n->cap, n->nr + 1) < 0)
+		return NULL;
 	c = &n->children[lo];
 	memmove(c + 1, c, (n->nr - lo) * sizeof(*c));
 	*c = (struct node){ .name = strndup(name, len) };

@@ -104,15 +104,8 @@ static int location(struct pprof *p, const struct sample_frame *f, uint32_t *ret
 	*ret = (uint32_t)idx;
 	if (r == 0)
 		return 0;
-	if (idx >= p->loc_cap) {
-		size_t cap = p->loc_cap ? p->loc_cap * 2 : 256;
-		size_t *a = reallocarray(p->loc_function, cap, sizeof(*a));
-
-		if (!a)
-			return -ENOMEM;
-		p->loc_function = a;
-		p->loc_cap = cap;
-	}
+	if (GREEDY_REALLOC(p->loc_function, p->loc_cap, idx + 1) < 0)
+		return -ENOMEM;
 	name = sample_frame_name(f, buf, sizeof(buf));
 	r = strmap_intern(p->functions, name, strlen(name), &fn);
 	if (r < 0)

@@ -288,8 +288,7 @@ int tracedat_add_stack(struct tracedat *t, unsigned int cpu, uint64_t ts, int pi
 	if (!rec)
 		return -ENOMEM;
 	/* common_type, flags, preempt count, pid; size (entries); caller[] from offset 16 */
-	rec[0] = (uint8_t)id;
-	rec[1] = (uint8_t)(id >> 8);
+	put_le16(rec, (uint16_t)id);
 	put_le32(rec + 4, (uint32_t)pid);
 	put_le32(rec + 8, (uint32_t)nr);
 	for (size_t i = 0; i < nr; i++)

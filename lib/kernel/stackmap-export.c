@@ -40,15 +40,8 @@ static uint64_t get64(const uint8_t *p, bool swap)
 
 static int snap_add(struct stackmap_export *sn, uint32_t id, uint32_t refs, uint32_t nr, size_t off)
 {
-	if (sn->n == sn->cap) {
-		size_t cap = sn->cap ? sn->cap * 2 : 1024;
-		struct stackmap_export_entry *v = realloc(sn->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		sn->v = v;
-		sn->cap = cap;
-	}
+	if (GREEDY_REALLOC(sn->v, sn->cap, sn->n + 1) < 0)
+		return -ENOMEM;
 	sn->v[sn->n++] = (struct stackmap_export_entry){
 		.id = id, .refs = refs, .nr = nr, .off = off, .len = sn->data.len - off
 	};

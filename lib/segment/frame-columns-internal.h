@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "frame-columns.h"
+#include "hashtab.h"
 
 /* Fixed streams, in this order, before the columns of the event types. */
 enum {
@@ -308,8 +309,7 @@ struct frame_columns {
 	struct buf kinds;		/* the frame's entry kinds (FC_K_*), one byte each */
 	struct buf ents;		/* the frame's events (struct fc_ent) */
 	struct buf tpls;		/* the frame's templates (struct fc_tpl) */
-	uint32_t *tslots;		/* template hash table: index + 1, 0: free */
-	size_t nr_tslots;		/* a power of two */
+	struct hashtab tslots;		/* templates of the frame: index + 1 */
 	uint64_t frame_no;
 	struct frame_columns_stats stats;
 	size_t head_len;		/* of the last encoding: bytes before the streams */

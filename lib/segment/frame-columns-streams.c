@@ -58,12 +58,19 @@ static inline uint64_t hash_more(uint64_t h, const uint8_t *p, size_t n)
 	return h;
 }
 
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
+static uint64_t blob_hash(const uint8_t *p, size_t n)
 {
 	return hash_key(hash_more(0xcbf29ce484222325ULL ^ n, p, n));
 }
 
-/* A fresh dictionary for up to n values. Returns 0 or -ENOMEM. */
+/*
+ * A fresh dictionary for up to n values. Returns 0 or -ENOMEM.
+ *
+ * This is the one hash table that is not lib/base/hashtab.h: it is emptied
+ * for every column of every frame, which the stamp makes free (clearing a
+ * hashtab writes all its slots), and each slot keeps the value's key, index
+ * and place inline, so that a probe touches one slot and no other memory.
+ */
 static int dict_start(struct frame_columns *fc, size_t n)
 {
 	if (fc->nr_slots < 2 * n) {
@@ -170,7 +177,7 @@ static int count_distinct(struct frame_columns *fc, const struct col_ref *c, uin
 
 		col_value(c, col_ent(c, i), &off, &len);
 		if (c->blob)
-			(void)dict_find(fc, hash_bytes(c->frame + off, len), c->frame, off, len, true, &next);
+			(void)dict_find(fc, blob_hash(c->frame + off, len), c->frame, off, len, true, &next);
 		else
 			(void)dict_find(fc, fc_get(c->frame + off, c->size), c->frame, 0, 0, false, &next);
 	}
@@ -197,7 +204,7 @@ static int choose(struct frame_columns *fc, const struct col_ref *c, uint8_t *re
 		cost[FC_T_RAW] += len;
 		before = next;
 		if (c->blob) {
-			idx = dict_find(fc, hash_bytes(c->frame + off, len), c->frame, off, len, true, &next);
+			idx = dict_find(fc, blob_hash(c->frame + off, len), c->frame, off, len, true, &next);
 			cost[FC_T_DICT] += fc_varint_len(idx) + (next != before ? len : 0);
 			continue;
 		}
@@ -245,7 +252,7 @@ static int encode_column(struct frame_columns *fc, const struct col_ref *c, uint
 			o->len += len;
 			continue;
 		}
-		v = c->blob ? hash_bytes(c->frame + off, len) : fc_get(c->frame + off, c->size);
+		v = c->blob ? blob_hash(c->frame + off, len) : fc_get(c->frame + off, c->size);
 		switch (t) {
 		case FC_T_VARINT:
 			fc_vput(o, int_literal(c, v));
@@ -483,18 +490,11 @@ static int put_new_template(struct frame_columns *fc, const uint8_t *frame, cons
 /* An empty template table for n events. Returns 0 or -ENOMEM. */
 static int templates_start(struct frame_columns *fc, size_t n)
 {
-	if (fc->nr_tslots < 2 * n) {
-		size_t cap = fc->nr_tslots ? fc->nr_tslots : 1024;
-
-		while (cap < 2 * n)
-			cap *= 2;
-		free(fc->tslots);
-		fc->tslots = malloc(cap * sizeof(*fc->tslots));
-		fc->nr_tslots = fc->tslots ? cap : 0;
-		if (!fc->tslots)
-			return -ENOMEM;
-	}
-	memset(fc->tslots, 0, fc->nr_tslots * sizeof(*fc->tslots));
+	/*
+	 * The table keeps the size of the frame with the most templates so
+	 * far: it grows only while that rises, and clearing it costs little.
+	 */
+	hashtab_clear(&fc->tslots);
 	buf_reset(&fc->tpls);
 	return buf_reserve(&fc->tpls, n * sizeof(struct fc_tpl));
 }
@@ -507,7 +507,7 @@ static int templates_start(struct frame_columns *fc, size_t n)
 int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame)
 {
 	struct fc_ent *ents = (struct fc_ent *)(void *)fc->ents.data;
-	size_t n = fc->ents.len / sizeof(*ents), e = 0, mask;
+	size_t n = fc->ents.len / sizeof(*ents), e = 0;
 	struct buf *code = &fc->s[FC_S_CODE];
 	struct fc_tpl *tpls;
 	uint32_t prev = UINT32_MAX, nr = 0;
@@ -517,14 +517,13 @@ int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame)
 	if (r < 0)
 		return r;
 	tpls = (struct fc_tpl *)(void *)fc->tpls.data;
-	mask = fc->nr_tslots - 1;
 	for (size_t j = 0; j < fc->kinds.len; j++) {
 		uint8_t kind = fc->kinds.data[j];
 		struct fc_ent *en;
 		const struct fc_format *f;
+		struct hashtab_slot *s;
+		uint32_t idx = UINT32_MAX;
 		uint64_t h;
-		uint32_t idx;
-		size_t i;
 
 		if (fc_room(code, 10) < 0)
 			return -ENOMEM;
@@ -535,11 +534,12 @@ int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame)
 		en = &ents[e++];
 		f = fc->types[en->k].fmt;
 		h = tpl_hash(frame, f, en);
-		for (i = h & mask; fc->tslots[i]; i = (i + 1) & mask)
-			if (tpl_equal(frame, f, &tpls[fc->tslots[i] - 1], en, h))
+		hashtab_foreach_candidate(s, &fc->tslots, h)
+			if (tpl_equal(frame, f, &tpls[s->val - 1], en, h)) {
+				idx = (uint32_t)s->val - 1;
 				break;
-		if (fc->tslots[i]) {
-			idx = fc->tslots[i] - 1;
+			}
+		if (idx != UINT32_MAX) {
 			en->prev = tpls[idx].last;
 			en->has_base = fc_pair_base(&tpls[idx].pair, prev, &en->base);
 			if (prev != UINT32_MAX && tpls[prev].succ == idx + 1)
@@ -548,7 +548,9 @@ int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame)
 				fc_vput(code, FC_C_TPL + (uint64_t)idx);
 		} else {
 			idx = nr++;
-			fc->tslots[i] = idx + 1;
+			r = hashtab_add(&fc->tslots, h, idx + 1);
+			if (r < 0)
+				return r;
 			tpls[idx] = (struct fc_tpl){ h, en->off, en->off, 0, en->arr, en->k, en->type_len,
 						     { 0 } };
 			en->has_base = false;

@@ -58,7 +58,7 @@ struct frame_columns *frame_columns_free(struct frame_columns *fc)
 	buf_done(&fc->kinds);
 	buf_done(&fc->ents);
 	buf_done(&fc->tpls);
-	free(fc->tslots);
+	hashtab_done(&fc->tslots);
 	free(fc->slots);
 	free(fc);
 	return NULL;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "page-walk.h"
 
 #define TS_SHIFT 27
@@ -31,9 +32,7 @@
 
 static uint32_t get_u32(bool big_endian, const uint8_t *p)
 {
-	if (big_endian)
-		return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+	return big_endian ? get_be32(p) : get_le32(p);
 }
 
 static uint64_t get_uint(bool big_endian, const uint8_t *p, unsigned int size)
@@ -185,8 +184,7 @@ int page_walk_next(struct page_walk *w, struct page_entry *ret)
 	if (e.payload) {
 		if (e.len < 8)
 			return walk_fail(w, w->header_size + off, "event too short for its common fields");
-		e.type = (int)(w->big_endian ? (uint32_t)e.payload[0] << 8 | e.payload[1]
-					     : (uint32_t)e.payload[1] << 8 | e.payload[0]);
+		e.type = w->big_endian ? get_be16(e.payload) : get_le16(e.payload);
 	}
 	w->off = off + e.total;
 	*ret = e;

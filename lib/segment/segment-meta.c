@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "segment-meta.h"
+#include "util.h"
 
 void segment_meta_done(struct segment_meta *m)
 {
@@ -39,16 +40,9 @@ int segment_meta_parse(struct segment_meta *m, const void *data, size_t len)
 			*nl = '\0';
 		eq = strchr(p, '=');
 		if (eq) {
-			if (m->n == cap) {
-				struct segment_meta_kv *n;
-
-				cap = cap ? cap * 2 : 32;
-				n = realloc(m->kv, cap * sizeof(*n));
-				if (!n) {
-					segment_meta_done(m);
-					return -ENOMEM;
-				}
-				m->kv = n;
+			if (GREEDY_REALLOC(m->kv, cap, m->n + 1) < 0) {
+				segment_meta_done(m);
+				return -ENOMEM;
 			}
 			*eq = '\0';
 			m->kv[m->n++] = (struct segment_meta_kv){ p, eq + 1 };

@@ -103,6 +103,7 @@ static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
 {
 	uint8_t p[SEGMENT_REC_HDR_SIZE];
 	ssize_t n;
+	int k;
 
 	if (avail < SEGMENT_REC_HDR_SIZE)
 		return cut_short(r, bad(r, off, "truncated record header: %" PRIu64 " of %d bytes", avail,
@@ -113,19 +114,11 @@ static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
 	if ((size_t)n < sizeof(p))
 		return cut_short(r, bad(r, off, "truncated record header: %zd of %d bytes (file shrank)", n,
 			   SEGMENT_REC_HDR_SIZE));
-	if (get_le32(p) != SEGMENT_REC_MAGIC)
+	k = segment_rec_hdr_decode(p, h);
+	if (k == -EBADMSG)
 		return bad(r, off, "bad record magic 0x%08" PRIx32, get_le32(p));
-	if (get_le32(p + 28) != crc32c(0, p, 28))
+	if (k < 0)
 		return bad(r, off, "record header CRC mismatch");
-	*h = (struct rec_hdr){
-		.type = get_le16(p + 4),
-		.flags = get_le16(p + 6),
-		.cpu = get_le32(p + 8),
-		.stored_len = get_le32(p + 12),
-		.raw_len = get_le32(p + 16),
-		.seq = get_le32(p + 20),
-		.payload_crc = get_le32(p + 24),
-	};
 	if (expect_seq >= 0 && h->seq != (uint64_t)expect_seq)
 		return bad(r, off, "sequence number %" PRIu32 ", expected %" PRIi64, h->seq,
 			   expect_seq);
@@ -307,8 +300,9 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 static int check_footer(struct segment_reader *r, uint64_t off, uint64_t index_off)
 {
 	uint8_t p[SEGMENT_FOOTER_SIZE];
-	uint64_t avail = off < r->size ? r->size - off : 0;
+	uint64_t avail = off < r->size ? r->size - off : 0, at;
 	ssize_t n;
+	int k;
 
 	if (avail < SEGMENT_FOOTER_SIZE)
 		return bad(r, off, "truncated footer: %" PRIu64 " of %d bytes", avail,
@@ -318,16 +312,17 @@ static int check_footer(struct segment_reader *r, uint64_t off, uint64_t index_o
 		return (int)n;
 	if ((size_t)n < sizeof(p))
 		return bad(r, off, "truncated footer (file shrank)");
-	if (memcmp(p + 16, SEGMENT_END_MAGIC, 8) != 0)
+	k = segment_footer_decode(p, &at);
+	if (k == -EBADMSG)
 		return bad(r, off, "footer magic mismatch");
-	if (get_le32(p + 8) != crc32c(0, p, 8))
+	if (k == -EBADE)
 		return bad(r, off, "footer CRC mismatch");
-	if (get_le32(p + 12) != 0)
+	if (k < 0)
 		return bad(r, off, "footer reserved field is not zero");
-	if (get_le64(p) != index_off)
+	if (at != index_off)
 		return bad(r, off,
 			   "footer points at offset %" PRIu64 ", the INDEX record is at %" PRIu64,
-			   get_le64(p), index_off);
+			   at, index_off);
 	if (avail > SEGMENT_FOOTER_SIZE)
 		return bad(r, off + SEGMENT_FOOTER_SIZE, "%" PRIu64 " bytes after the footer",
 			   avail - SEGMENT_FOOTER_SIZE);
@@ -354,10 +349,8 @@ static int check_trailer(struct segment_reader *r)
 	n = read_full(r->fd, p, sizeof(p), (int64_t)foot);
 	if (n < 0)
 		return (int)n;
-	if ((size_t)n < sizeof(p) || memcmp(p + 16, SEGMENT_END_MAGIC, 8) != 0 ||
-	    get_le32(p + 8) != crc32c(0, p, 8) || get_le32(p + 12) != 0)
+	if ((size_t)n < sizeof(p) || segment_footer_decode(p, &ioff) < 0)
 		return 0;
-	ioff = get_le64(p);
 	/* META comes before the INDEX, so the INDEX cannot start right after the prologue. */
 	if (ioff < SEGMENT_PROLOGUE_SIZE + SEGMENT_REC_HDR_SIZE ||
 	    ioff > foot - SEGMENT_REC_HDR_SIZE)
@@ -582,15 +575,8 @@ static int scan_seek(struct segment_reader *r)
 		if (h.type == SEGMENT_REC_INDEX)
 			break;
 		if (h.type == SEGMENT_REC_PAGES) {
-			if (r->nr_scan == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct segment_seek *n = realloc(r->scan, ncap * sizeof(*n));
-
-				if (!n)
-					return -ENOMEM;
-				r->scan = n;
-				cap = ncap;
-			}
+			if (GREEDY_REALLOC(r->scan, cap, r->nr_scan + 1) < 0)
+				return -ENOMEM;
 			r->scan[r->nr_scan++] = (struct segment_seek){
 				.cpu = h.cpu, .offset = off, .first_ts = 0, .last_ts = UINT64_MAX,
 			};

@@ -19,39 +19,11 @@
 #include "segment-internal.h"
 #include "util.h"
 
-static void put_le16(void *p, uint16_t v)
-{
-	uint8_t *b = p;
-
-	b[0] = (uint8_t)v;
-	b[1] = (uint8_t)(v >> 8);
-}
 static void prologue_encode(uint8_t p[SEGMENT_PROLOGUE_SIZE])
 {
 	memcpy(p, SEGMENT_MAGIC, 8);
 	put_le32(p + 8, SEGMENT_VERSION);
 	put_le32(p + 12, crc32c(0, p, 12));
-}
-
-static void rec_hdr_encode(const struct rec_hdr *h, uint8_t p[SEGMENT_REC_HDR_SIZE])
-{
-	put_le32(p, SEGMENT_REC_MAGIC);
-	put_le16(p + 4, h->type);
-	put_le16(p + 6, h->flags);
-	put_le32(p + 8, h->cpu);
-	put_le32(p + 12, h->stored_len);
-	put_le32(p + 16, h->raw_len);
-	put_le32(p + 20, h->seq);
-	put_le32(p + 24, h->payload_crc);
-	put_le32(p + 28, crc32c(0, p, 28));
-}
-
-static void footer_encode(uint64_t index_off, uint8_t p[SEGMENT_FOOTER_SIZE])
-{
-	put_le64(p, index_off);
-	put_le32(p + 8, crc32c(0, p, 8));
-	put_le32(p + 12, 0);
-	memcpy(p + 16, SEGMENT_END_MAGIC, 8);
 }
 
 struct segment_writer {
@@ -212,7 +184,7 @@ static int emit(struct segment_writer *w, uint16_t type, uint32_t cpu, uint16_t 
 	if (tail_len)
 		iov[k++] = (struct iovec){ .iov_base = (void *)tail, .iov_len = tail_len };
 
-	rec_hdr_encode(&(struct rec_hdr){
+	segment_rec_hdr_encode(&(struct rec_hdr){
 			       .type = type,
 			       .flags = flags,
 			       .cpu = cpu,
@@ -402,7 +374,7 @@ static int writer_finish(struct segment_writer *wp, const struct segment_index *
 	r = segment_index_encode(idx ? idx : &(struct segment_index){ 0 }, &payload, &len);
 	if (r < 0)
 		return r;
-	footer_encode(w->size, footer);
+	segment_footer_encode(w->size, footer);
 	r = emit(w, SEGMENT_REC_INDEX, SEGMENT_NO_CPU, 0,
 		 &(struct iovec){ .iov_base = payload, .iov_len = len }, 1, len, footer,
 		 sizeof(footer));

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The segment format's shared encodings (segment.h, doc/segment-format.md):
- * record type names, the GENERATION and INDEX payloads, and segment file
- * names. Writing, reading and recovery are segment-writer.c,
+ * record type names, the record header and the footer, the GENERATION and
+ * INDEX payloads, and segment file names. Writing, reading and recovery are segment-writer.c,
  * segment-reader.c and segment-recover.c.
  */
 #include <assert.h>
 #include <inttypes.h>
 
 #include "buf.h"
+#include "crc32c.h"
+#include "segment-internal.h"
 #include "segment.h"
 #include "util.h"
 
@@ -23,6 +25,57 @@ static bool has_suffix(const char *s, const char *suffix)
 
 	return a > b && streq(s + a - b, suffix);
 }
+void segment_rec_hdr_encode(const struct rec_hdr *h, uint8_t p[SEGMENT_REC_HDR_SIZE])
+{
+	put_le32(p, SEGMENT_REC_MAGIC);
+	put_le16(p + 4, h->type);
+	put_le16(p + 6, h->flags);
+	put_le32(p + 8, h->cpu);
+	put_le32(p + 12, h->stored_len);
+	put_le32(p + 16, h->raw_len);
+	put_le32(p + 20, h->seq);
+	put_le32(p + 24, h->payload_crc);
+	put_le32(p + 28, crc32c(0, p, 28));
+}
+
+int segment_rec_hdr_decode(const uint8_t p[SEGMENT_REC_HDR_SIZE], struct rec_hdr *ret)
+{
+	if (get_le32(p) != SEGMENT_REC_MAGIC)
+		return -EBADMSG;
+	if (get_le32(p + 28) != crc32c(0, p, 28))
+		return -EBADE;
+	*ret = (struct rec_hdr){
+		.type = get_le16(p + 4),
+		.flags = get_le16(p + 6),
+		.cpu = get_le32(p + 8),
+		.stored_len = get_le32(p + 12),
+		.raw_len = get_le32(p + 16),
+		.seq = get_le32(p + 20),
+		.payload_crc = get_le32(p + 24),
+	};
+	return 0;
+}
+
+void segment_footer_encode(uint64_t index_off, uint8_t p[SEGMENT_FOOTER_SIZE])
+{
+	put_le64(p, index_off);
+	put_le32(p + 8, crc32c(0, p, 8));
+	put_le32(p + 12, 0);
+	memcpy(p + 16, SEGMENT_END_MAGIC, 8);
+}
+
+int segment_footer_decode(const uint8_t p[SEGMENT_FOOTER_SIZE], uint64_t *ret_index_off)
+{
+	if (memcmp(p + 16, SEGMENT_END_MAGIC, 8) != 0)
+		return -EBADMSG;
+	if (get_le32(p + 8) != crc32c(0, p, 8))
+		return -EBADE;
+	if (get_le32(p + 12) != 0)
+		return -EPROTO;
+	*ret_index_off = get_le64(p);
+	return 0;
+}
+
 const char *segment_rec_type_name(unsigned int type)
 {
 	static const char *const names[SEGMENT_REC_MAX] = {

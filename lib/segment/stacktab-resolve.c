@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "hashtab.h"
 #include "stacktab-resolve.h"
 #include "util.h"
 
@@ -39,21 +40,19 @@ struct window {
 };
 
 struct stacktab {
-	struct tab_entry **slots;	/* open addressing, linear probing; NULL = free */
-	size_t nr_slots;		/* power of two, 0 before the first insert */
-	size_t nr_entries;
+	struct hashtab entries;		/* values: struct tab_entry *, owned */
 	size_t bytes;			/* of the entries' copies */
 
 	struct window *windows;
-	size_t nr_windows;
+	size_t nr_windows, cap_windows;
 	bool windows_sorted;
 	bool windows_overlap;
 
 	struct gen_record *gens;	/* every GENERATION record, in the order added */
-	size_t nr_gens;
+	size_t nr_gens, cap_gens;
 
 	struct cpu_state *cpus;
-	size_t nr_cpus;
+	size_t nr_cpus;			/* room in cpus, zeroed past the CPUs seen */
 
 	struct stacktab_stats stats;
 	char reason[96];
@@ -68,9 +67,7 @@ struct stacktab *stacktab_free(struct stacktab *t)
 {
 	if (!t)
 		return NULL;
-	for (size_t i = 0; i < t->nr_slots; i++)
-		free(t->slots[i]);
-	free(t->slots);
+	hashtab_done_free(&t->entries);
 	free(t->windows);
 	free(t->gens);
 	free(t->cpus);
@@ -83,56 +80,32 @@ static uint64_t entry_key(uint32_t generation, uint32_t id)
 	return (uint64_t)generation << 32 | id;
 }
 
-static size_t key_hash(uint64_t k)
+/* ids are slots of the kernel's hash table and generations small: spread both */
+static uint64_t key_hash(uint64_t key)
 {
-	/* splitmix64 finalizer: ids are hash-table slots, generations small; spread both. */
-	k ^= k >> 30;
-	k *= UINT64_C(0xbf58476d1ce4e5b9);
-	k ^= k >> 27;
-	k *= UINT64_C(0x94d049bb133111eb);
-	k ^= k >> 31;
-	return (size_t)k;
+	return hash_u64(key);
 }
 
-static struct tab_entry **find_slot(struct tab_entry **slots, size_t nr_slots, uint64_t key)
+/* The slot holding the entry of key (of hash h), or NULL. */
+static struct hashtab_slot *find(const struct stacktab *t, uint64_t key, uint64_t h)
 {
-	size_t mask = nr_slots - 1;
+	struct hashtab_slot *slot;
 
-	for (size_t i = key_hash(key) & mask;; i = (i + 1) & mask) {
-		struct tab_entry *te = slots[i];
+	hashtab_foreach_candidate(slot, &t->entries, h) {
+		const struct tab_entry *te = (const struct tab_entry *)slot->val;
 
-		if (!te || entry_key(te->e.generation, te->e.id) == key)
-			return &slots[i];
+		if (entry_key(te->e.generation, te->e.id) == key)
+			return slot;
 	}
+	return NULL;
 }
 
 static const struct tab_entry *lookup(const struct stacktab *t, uint32_t generation, uint32_t id)
 {
-	if (!t->nr_slots)
-		return NULL;
-	return *find_slot(t->slots, t->nr_slots, entry_key(generation, id));
-}
+	uint64_t key = entry_key(generation, id);
+	const struct hashtab_slot *slot = find(t, key, key_hash(key));
 
-static int grow(struct stacktab *t)
-{
-	size_t n = t->nr_slots ? t->nr_slots * 2 : 1024;
-	struct tab_entry **slots;
-
-	if (t->nr_entries * 2 < t->nr_slots)
-		return 0;
-	slots = calloc(n, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nr_slots; i++) {
-		struct tab_entry *te = t->slots[i];
-
-		if (te)
-			*find_slot(slots, n, entry_key(te->e.generation, te->e.id)) = te;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nr_slots = n;
-	return 0;
+	return slot ? (const struct tab_entry *)slot->val : NULL;
 }
 
 static size_t entry_size(const struct stack_entry *e)
@@ -185,27 +158,26 @@ static struct tab_entry *entry_dup(const struct stack_entry *e)
 static int add_entry(const struct stack_entry *e, void *userdata)
 {
 	struct stacktab *t = userdata;
-	struct tab_entry **slot, *te = NULL;
+	uint64_t key = entry_key(e->generation, e->id), h = key_hash(key);
 	size_t size = entry_size(e);
-	int r;
+	struct hashtab_slot *slot;
+	struct tab_entry *te;
 
 	/* Whatever a segment claims, the table stays within its limits. */
-	if (t->nr_entries >= STACKTAB_MAX_ENTRIES || t->bytes + size > STACKTAB_MAX_BYTES)
+	if (t->entries.nr >= STACKTAB_MAX_ENTRIES || t->bytes + size > STACKTAB_MAX_BYTES)
 		return -EFBIG;
-	r = grow(t);
-	if (r < 0)
-		return r;
-	slot = find_slot(t->slots, t->nr_slots, entry_key(e->generation, e->id));
-	te = *slot;
-	if (!te) {
+	slot = find(t, key, h);
+	if (!slot) {
+		if (hashtab_reserve(&t->entries, t->entries.nr + 1) < 0)
+			return -ENOMEM;
 		te = entry_dup(e);
 		if (!te)
 			return -ENOMEM;
-		*slot = te;
-		t->nr_entries++;
+		(void)hashtab_add(&t->entries, h, (uintptr_t)te);	/* cannot fail: reserved */
 		t->bytes += size;
 		return 0;
 	}
+	te = (struct tab_entry *)slot->val;
 	if (te->conflict || (e->flags & SEGMENT_STACK_F_ABSENT)) {
 		/* Known to conflict, or a later ABSENT never undoes a stack seen before. */
 		te->e.refs = MAX(te->e.refs, e->refs);
@@ -217,7 +189,7 @@ static int add_entry(const struct stack_entry *e, void *userdata)
 		if (!n)
 			return -ENOMEM;
 		free(te);
-		*slot = n;
+		slot->val = (uintptr_t)n;
 		t->bytes += size;
 		return 0;
 	}
@@ -239,38 +211,12 @@ static int cpu_state(struct stacktab *t, uint32_t cpu, struct cpu_state **ret)
 {
 	if (cpu >= STACKTAB_MAX_CPUS)
 		return -EINVAL;
-	if (cpu >= t->nr_cpus) {
-		size_t n = MAX((size_t)cpu + 1, t->nr_cpus * 2);
-		struct cpu_state *c;
-
-		n = MIN(n, (size_t)STACKTAB_MAX_CPUS);
-		c = realloc(t->cpus, n * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		memset(c + t->nr_cpus, 0, (n - t->nr_cpus) * sizeof(*c));
-		t->cpus = c;
-		t->nr_cpus = n;
-	}
+	if (GREEDY_REALLOC0(t->cpus, t->nr_cpus, (size_t)cpu + 1) < 0)
+		return -ENOMEM;
 	*ret = &t->cpus[cpu];
 	return 0;
 }
 
-static int append(void *pptr, size_t *nr, size_t size, const void *item)
-{
-	void **p = pptr;
-	void *n;
-
-	/* The capacity is implied by nr: 4, then doubled whenever nr reaches a power of two. */
-	if (*nr == 0 || (*nr >= 4 && (*nr & (*nr - 1)) == 0)) {
-		n = realloc(*p, size * (*nr ? *nr * 2 : 4));
-		if (!n)
-			return -ENOMEM;
-		*p = n;
-	}
-	memcpy((uint8_t *)*p + size * *nr, item, size);
-	(*nr)++;
-	return 0;
-}
 
 static bool same_generation(const struct segment_generation *a, const struct segment_generation *b)
 {
@@ -298,22 +244,18 @@ int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segme
 		if (r < 0)
 			return r;
 	}
-	r = append(&t->gens, &t->nr_gens, sizeof(rec), &rec);
-	if (r < 0)
-		return r;
+	if (GREEDY_REALLOC(t->gens, t->cap_gens, t->nr_gens + 1) < 0)
+		return -ENOMEM;
 	if (!c) {
-		struct window w = { .g = *g };
-
-		r = append(&t->windows, &t->nr_windows, sizeof(w), &w);
-		if (r < 0) {
-			t->nr_gens--;
-			return r;
-		}
+		if (GREEDY_REALLOC(t->windows, t->cap_windows, t->nr_windows + 1) < 0)
+			return -ENOMEM;
+		t->windows[t->nr_windows++] = (struct window){ .g = *g };
 		t->windows_sorted = false;
 	} else if (!c->strict) {
 		c->strict = true;
 		c->current = g->prev_generation;
 	}
+	t->gens[t->nr_gens++] = rec;
 	return 0;
 }
 
@@ -582,7 +524,7 @@ void stacktab_get_stats(const struct stacktab *t, struct stacktab_stats *ret)
 size_t stacktab_size(const struct stacktab *t)
 {
 	assert(t);
-	return t->nr_entries;
+	return t->entries.nr;
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -605,14 +547,14 @@ int stacktab_foreach(const struct stacktab *t,
 	assert(t);
 	assert(cb);
 
-	if (!t->nr_entries)
+	if (!t->entries.nr)
 		return 0;
-	all = malloc(sizeof(*all) * t->nr_entries);
+	all = malloc(sizeof(*all) * t->entries.nr);
 	if (!all)
 		return -ENOMEM;
-	for (size_t i = 0; i < t->nr_slots; i++)
-		if (t->slots[i])
-			all[n++] = t->slots[i];
+	for (size_t i = 0; i < t->entries.nr_slots; i++)
+		if (t->entries.slots[i].val)
+			all[n++] = (const struct tab_entry *)t->entries.slots[i].val;
 	qsort(all, n, sizeof(*all), entry_cmp);
 	for (size_t i = 0; i < n; i++) {
 		r = cb(&all[i]->e, all[i]->conflict, userdata);

@@ -12,23 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "byteorder.h"
 #include "util.h"
 #include "wallclock.h"
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 void wallclock_pair_encode(const struct wallclock_pair *p, uint8_t out[WALLCLOCK_PAIR_SIZE])
 {
