@@ -2,9 +2,14 @@
 /*
  * What the offline segment commands (info, verify, stacks) share: their
  * argument parsing, the words for a segment that cannot be opened, and
- * printing a JSON document built with the JSON writer.
+ * printing a JSON document built with the JSON writer; and the output
+ * files of flamegraph and export, written whole or not at all.
  */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd-common.h"
 #include "log.h"
@@ -93,4 +98,43 @@ bool cmd_clock_is_counter(const char *clock)
 	return clock && *clock && !streq(clock, "local") && !streq(clock, "global") &&
 	       !streq(clock, "uptime") && !streq(clock, "perf") && !startswith(clock, "mono") &&
 	       !streq(clock, "boot") && !streq(clock, "tai");
+}
+
+int cmd_output_open(struct cmd_output *o, const char *path)
+{
+	struct stat st;
+	int r;
+
+	*o = (struct cmd_output){ .path = (char *)path, .fd = -1 };
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		return o->fd < 0 ? -errno : o->fd;
+	}
+	r = strprintf(&o->tmp, "%s.tmp", path);
+	if (r < 0)
+		return r;
+	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (o->fd < 0) {
+		r = -errno;
+		free(o->tmp);
+		o->tmp = NULL;
+		return r;
+	}
+	return o->fd;
+}
+
+int cmd_output_finish(struct cmd_output *o, int r)
+{
+	if (o->fd >= 0 && close(o->fd) < 0 && r >= 0)
+		r = -errno;
+	o->fd = -1;
+	if (o->tmp) {
+		if (r >= 0 && rename(o->tmp, o->path) < 0)
+			r = -errno;
+		if (r < 0)
+			(void)unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+	}
+	return r;
 }

@@ -37,4 +37,26 @@ const char *cmd_segment_open_error(int r);
  */
 bool cmd_clock_is_counter(const char *clock);
 
+/*
+ * An output file that is written whole or not at all: a regular file
+ * (or a new one) is written as PATH.tmp and renamed over PATH by
+ * cmd_output_finish(); anything else (/dev/null, a FIFO, a terminal) is
+ * written in place, since a rename would put a file where the device was.
+ */
+struct cmd_output {
+	char *path;		/* borrowed */
+	char *tmp;		/* owned; NULL: written in place */
+	int fd;			/* -1 once closed (or handed to a FILE) */
+};
+
+/* Open o for path. Returns the file descriptor (o->fd) or -errno. */
+int cmd_output_open(struct cmd_output *o, const char *path);
+
+/*
+ * Close o's descriptor (if still open) and, when r >= 0, put the file in
+ * place; on an error the temporary file is removed. Returns r, or the
+ * -errno of closing or renaming.
+ */
+int cmd_output_finish(struct cmd_output *o, int r);
+
 #endif

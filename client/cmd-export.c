@@ -14,6 +14,7 @@
 
 #include <event-parse.h>
 
+#include "cmd-common.h"
 #include "commands-export.h"
 #include "csvexport.h"
 #include "decode.h"
@@ -48,11 +49,11 @@ static int pprof_sample(const struct sample *s, void *userdata)
 static int export_pprof(struct selection *sel, const struct sample_source_options *so,
 			const char *out)
 {
-	_cleanup_free_ char *tmp = NULL;
 	struct pprof_ctx ctx = { .p = pprof_new() };
-	int fd, r, ret;
+	struct cmd_output o;
+	int r, ret;
 
-	if (!ctx.p || strprintf(&tmp, "%s.tmp", out) < 0) {
+	if (!ctx.p) {
 		pprof_free(ctx.p);
 		log_errno(LOG_ERR, -ENOMEM, "cannot export");
 		return 1;
@@ -64,15 +65,11 @@ static int export_pprof(struct selection *sel, const struct sample_source_option
 	}
 	/* the trace clock is not wall-clock time: only the duration is known */
 	pprof_set_time(ctx.p, 0, ctx.last - ctx.first);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	r = fd < 0 ? -errno : pprof_write(ctx.p, fd);
-	if (fd >= 0 && close(fd) < 0 && r >= 0)
-		r = -errno;
-	if (r >= 0 && rename(tmp, out) < 0)
-		r = -errno;
+	r = cmd_output_open(&o, out);
+	if (r >= 0)
+		r = cmd_output_finish(&o, pprof_write(ctx.p, o.fd));
 	pprof_free(ctx.p);
 	if (r < 0) {
-		(void)unlink(tmp);
 		log_errno(LOG_ERR, r, "cannot write '%s'", out);
 		return 1;
 	}
@@ -290,8 +287,9 @@ static int tracedat_event(struct decoded_event *ev, void *userdata)
 
 static int write_tracedat(struct tracedat_ctx *ctx)
 {
-	_cleanup_free_ char *tmp = NULL, *syms = NULL, *comms = NULL;
-	int fd, r;
+	_cleanup_free_ char *syms = NULL, *comms = NULL;
+	struct cmd_output o;
+	int r;
 
 	r = lines_text(ctx->kallsyms, &syms);
 	if (r >= 0)
@@ -301,18 +299,10 @@ static int write_tracedat(struct tracedat_ctx *ctx)
 	if (r >= 0)
 		r = tracedat_set_text(ctx->t, TRACEDAT_CMDLINES, comms);
 	if (r >= 0)
-		r = strprintf(&tmp, "%s.tmp", ctx->out);
+		r = cmd_output_open(&o, ctx->out);
 	if (r < 0)
 		return r;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	r = fd < 0 ? -errno : tracedat_write(ctx->t, fd);
-	if (fd >= 0 && close(fd) < 0 && r >= 0)
-		r = -errno;
-	if (r >= 0 && rename(tmp, ctx->out) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlink(tmp);
-	return r;
+	return cmd_output_finish(&o, tracedat_write(ctx->t, o.fd));
 }
 
 static int export_tracedat(struct selection *sel, const struct sample_source_options *so,

@@ -8,6 +8,7 @@
  */
 #include <getopt.h>
 
+#include "cmd-common.h"
 #include "commands-export.h"
 #include "flamegraph.h"
 #include "log.h"
@@ -76,23 +77,21 @@ static int write_svg(const struct flamegraph *fg, const char *path, const char *
 		     const char *sub)
 {
 	struct flamegraph_options o = { .title = title, .subtitle = sub, .count_name = "events" };
-	_cleanup_free_ char *tmp = NULL;
+	struct cmd_output out;
 	FILE *f;
 	int r;
 
-	if (strprintf(&tmp, "%s.tmp", path) < 0)
-		return -ENOMEM;
-	f = fopen(tmp, "we");
+	r = cmd_output_open(&out, path);
+	if (r < 0)
+		return r;
+	f = fdopen(out.fd, "we");
 	if (!f)
-		return -errno;
+		return cmd_output_finish(&out, -errno);
+	out.fd = -1;		/* fclose() closes it */
 	r = flamegraph_write(fg, f, &o);
 	if (fclose(f) != 0 && r >= 0)
 		r = -errno;
-	if (r >= 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlink(tmp);
-	return r;
+	return cmd_output_finish(&out, r);
 }
 
 int cmd_flamegraph(int argc, char **argv)

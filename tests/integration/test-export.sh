@@ -62,6 +62,22 @@ for f in "$tmp/fg.svg" "$tmp/diff.svg"; do
 		fail "$f is not well-formed XML"
 	grep -q '<title>kmem_cache_alloc (' "$f" || fail "$f lacks kmem_cache_alloc"
 done
-grep -q 'Differential Flame Graph' "$tmp/diff.svg" || fail "diff.svg is not differential"
+grep -q '>Differential flame graph: ' "$tmp/diff.svg" || fail "diff.svg is not differential"
 [ -e "$tmp/fg.svg.tmp" ] && fail "flamegraph left its temporary file"
+# an output that is not a regular file (a FIFO here, /dev/null elsewhere) is
+# written in place, never replaced by a renamed file
+for fmt in flamegraph pprof trace.dat; do
+	rm -f "$tmp/out.fifo" "$tmp/out.got"
+	mkfifo "$tmp/out.fifo"
+	cat "$tmp/out.fifo" > "$tmp/out.got" &
+	reader=$!
+	case "$fmt" in
+	flamegraph) "$STACKMAPCTL" flamegraph -o "$tmp/out.fifo" "$seg" ;;
+	*) "$STACKMAPCTL" export --format "$fmt" -o "$tmp/out.fifo" "$seg" ;;
+	esac || fail "$fmt to a FIFO failed"
+	wait "$reader"
+	[ -p "$tmp/out.fifo" ] || fail "$fmt replaced the FIFO it wrote to"
+	[ -s "$tmp/out.got" ] || fail "$fmt wrote nothing into the FIFO"
+	[ -e "$tmp/out.fifo.tmp" ] && fail "$fmt left a temporary file next to the FIFO"
+done
 exit 0
