@@ -28,7 +28,8 @@ static const char export_usage[] =
 	"Usage: stackmapctl export --format pprof|csv|trace.dat -o OUTPUT [OPTIONS]\n"
 	"                          [SEGMENT|DIRECTORY...]\n"
 	"  pprof: OUTPUT is a gzipped profile; csv: OUTPUT is a directory that gets\n"
-	"  events.csv and stacks.csv; trace.dat: a trace-cmd data file\n" SELECTION_USAGE;
+	"  events.csv and stacks.csv; trace.dat: a trace-cmd data file, every frame as\n"
+	"  the kernel wrote it\n" SAMPLE_SOURCE_USAGE SELECTION_USAGE;
 
 struct pprof_ctx {
 	struct pprof *p;
@@ -360,6 +361,7 @@ int cmd_export(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		SAMPLE_SOURCE_OPTIONS,
 		SELECTION_OPTIONS,
 		{}
 	};
@@ -377,6 +379,9 @@ int cmd_export(int argc, char **argv)
 			break;
 		case 'o':
 			out = optarg;
+			break;
+		case SAMPLE_SOURCE_OPT_RAW_STACKS:
+			so.raw_stacks = true;
 			break;
 		case 'h':
 			printf("%s", export_usage);

@@ -19,7 +19,7 @@ static const char fg_usage[] =
 	"                              [SEGMENT|DIRECTORY...]\n"
 	"  --diff BASELINE    compare with these segments or archive (repeatable)\n"
 	"  --diff-since/--diff-until TIME  compare with this window (of BASELINE, or of\n"
-	"                     the same segments)\n" SELECTION_USAGE;
+	"                     the same segments)\n" SAMPLE_SOURCE_USAGE SELECTION_USAGE;
 
 struct fg_ctx {
 	struct flamegraph *fg;
@@ -64,6 +64,7 @@ int cmd_flamegraph(int argc, char **argv)
 		{ "diff-since", required_argument, NULL, 'S' },
 		{ "diff-until", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
+		SAMPLE_SOURCE_OPTIONS,
 		SELECTION_OPTIONS,
 		{}
 	};
@@ -92,6 +93,9 @@ int cmd_flamegraph(int argc, char **argv)
 		if (r > 0)
 			continue;
 		switch (c) {
+		case SAMPLE_SOURCE_OPT_RAW_STACKS:
+			so.raw_stacks = true;
+			break;
 		case 'S':
 			diff_since = optarg;
 			break;
