@@ -59,9 +59,9 @@ static int export_pprof(struct selection *sel, const struct sample_source_option
 		return 1;
 	}
 	ret = sample_source_run(sel, so, pprof_sample, &ctx);
-	if (ret < 0) {
+	if (ret < 0 || ret == 2) {	/* 2: the filters named what is not there */
 		pprof_free(ctx.p);
-		return 1;
+		return ret < 0 ? 1 : ret;
 	}
 	/* the trace clock is not wall-clock time: only the duration is known */
 	pprof_set_time(ctx.p, 0, ctx.last - ctx.first);
@@ -368,7 +368,7 @@ int cmd_export(int argc, char **argv)
 	_cleanup_(selection_done) struct selection sel;
 	struct sample_source_options so = { .progress_label = "export" };
 	const char *format = NULL, *out = NULL;
-	int c;
+	int c, r;
 
 	selection_init(&sel);
 	optind = 0;
@@ -401,8 +401,9 @@ int cmd_export(int argc, char **argv)
 		log_err("unknown format '%s' (pprof, csv, trace.dat)", format);
 		return 2;
 	}
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 	if (streq(format, "pprof"))
 		return export_pprof(&sel, &so, out);
 	if (streq(format, "csv"))

@@ -127,23 +127,25 @@ int cmd_flamegraph(int argc, char **argv)
 	if ((diff_since && selection_option(&bsel, SELECTION_OPT_SINCE, diff_since) < 0) ||
 	    (diff_until && selection_option(&bsel, SELECTION_OPT_UNTIL, diff_until) < 0))
 		return 2;
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 	if (nbase || diff_since || diff_until) {
 		/* the baseline: other segments, or the same ones in another window */
-		if (nbase ? selection_resolve(&bsel, nbase, base) < 0
-			  : selection_resolve(&bsel, argc - optind, argv + optind) < 0)
-			return 1;
+		r = nbase ? selection_resolve(&bsel, nbase, base)
+			  : selection_resolve(&bsel, argc - optind, argv + optind);
+		if (r < 0)
+			return selection_resolve_status(r);
 		ctx.before = true;
 		r = sample_source_run(&bsel, &so, fg_sample, &ctx);
-		if (r < 0)
-			return 1;
+		if (r < 0 || r == 2)
+			return r < 0 ? 1 : r;
 		ret |= r;
 		ctx.before = false;
 	}
 	r = sample_source_run(&sel, &so, fg_sample, &ctx);
-	if (r < 0)
-		return 1;
+	if (r < 0 || r == 2)
+		return r < 0 ? 1 : r;	/* 2: the filters named what is not there */
 	ret |= r;
 	r = write_svg(fg, out, title);
 	if (r < 0) {

@@ -354,8 +354,9 @@ int cmd_report(int argc, char **argv)
 	}
 	if (c < 0)
 		return 2;
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 
 	/* hundreds of MB of text: write it in large blocks, not st_blksize ones */
 	if (!isatty(STDOUT_FILENO))
@@ -502,7 +503,7 @@ int cmd_folded(int argc, char **argv)
 	const char *usage = "Usage: stackmapctl folded [--raw-stacks] [OPTIONS] [SEGMENT|DIRECTORY...]\n"
 		SAMPLE_SOURCE_USAGE SELECTION_USAGE;
 	_cleanup_(selection_done) struct selection sel;
-	struct sample_source_options so = { .progress_label = "folded" };
+	struct sample_source_options so = { .progress_label = "folded", .orphan_stacks = true };
 	struct folded_ctx ctx = {};
 	int c, r;
 
@@ -522,8 +523,9 @@ int cmd_folded(int argc, char **argv)
 	}
 	if (c < 0)
 		return 2;
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 
 	r = sample_source_run(&sel, &so, folded_sample, &ctx);
 	note_unresolved(&sel);

@@ -248,8 +248,9 @@ int cmd_top(int argc, char **argv)
 		return r > 0 ? 0 : 2;
 	if (a.follow)
 		return top_follow(argc, argv, &a);
-	if (selection_resolve(&sel, argc - a.first, argv + a.first) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - a.first, argv + a.first);
+	if (r < 0)
+		return selection_resolve_status(r);
 	r = top_once(&sel, &a, NULL);
 	return r < 0 ? 1 : r;
 }

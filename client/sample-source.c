@@ -169,7 +169,18 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	if (ev->is_stack) {
 		if (p->set && ev->owner && ev->owner == p->event && streq(ev->owner->name, p->name))
 			return flush(src, p, stack_frames(src, ev));
-		return 0;	/* a stack whose event was not seen (lost) */
+		if (!src->o->orphan_stacks)
+			return 0;	/* a stack whose event was not seen (lost) */
+		if (flush(src, p, 0) < 0)
+			return -ECANCELED;
+		pid = tep_data_pid(ev->tep, ev->record);
+		p->set = true;
+		copy_str(p->name, sizeof(p->name), ev->owner ? ev->owner->name : "[unknown]");
+		copy_str(p->comm, sizeof(p->comm), tep_data_comm_from_pid(ev->tep, pid));
+		p->call_site[0] = '\0';
+		p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
+					.scope = decoder_segment_serial(ev->seg) };
+		return flush(src, p, stack_frames(src, ev));
 	}
 	if (flush(src, p, 0) < 0)
 		return -ECANCELED;

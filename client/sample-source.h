@@ -17,6 +17,8 @@ struct sample_source_options {
 	const char *progress_label;	/* draw a progress bar on a terminal stderr, NULL: none */
 	bool raw_stacks;		/* keep the tracing machinery's frames (sample.h) */
 	bool call_sites;		/* fill sample.call_site from the event's field */
+	bool orphan_stacks;		/* a stack whose event was not read (lost) is a sample of
+					 * its owner's type, or "[unknown]"; false: left out */
 };
 
 /* getopt_long entry and usage line of --raw-stacks, for the commands built on this */

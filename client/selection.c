@@ -27,6 +27,7 @@
 struct seg_info {
 	char *host, *boot, *recording, *clock;
 	uint64_t opened_usec;
+	uint64_t nr_cpus;		/* 0: unknown */
 	uint64_t mtime_usec;
 };
 
@@ -80,6 +81,7 @@ void selection_done(struct selection *s)
 	free(s->paths);
 	free(s->group_start);
 	free(s->cpus);
+	selection_seen_free(s);
 	*s = (struct selection){ .pid = -1 };
 }
 
@@ -121,6 +123,7 @@ int selection_option(struct selection *s, int c, const char *arg)
 	case SELECTION_OPT_SINCE:
 	case SELECTION_OPT_UNTIL:
 		t = c == SELECTION_OPT_SINCE ? &s->since : &s->until;
+		*(c == SELECTION_OPT_SINCE ? &s->since_arg : &s->until_arg) = arg;
 		if (wallclock_parse(arg, s->now, t) < 0) {
 			log_err("invalid time '%s' (2026-12-01 03:12, 03:12, -10min, "
 				"2026-12-01T03:12:00+01:00 or trace-clock seconds)", arg);
@@ -275,6 +278,7 @@ static void read_info(const char *path, struct seg_info *ret)
 	ret->recording = strdup(segment_meta_get(&m, "recording_id") ?: "");
 	ret->clock = strdup(segment_meta_get(&m, "clock") ?: "");
 	(void)segment_meta_u64(&m, "opened_usec", &ret->opened_usec);
+	(void)segment_meta_u64(&m, "nr_cpus", &ret->nr_cpus);
 	segment_meta_done(&m);
 }
 
@@ -336,8 +340,12 @@ static int group_paths(struct selection *s)
 int selection_resolve(struct selection *s, int argc, char **argv)
 {
 	_cleanup_free_ char *archive = NULL;
-	int r = 0;
+	uint64_t nr_cpus = 0;
+	int r;
 
+	r = selection_check_options(s, 0);
+	if (r < 0)
+		return r;
 	if (argc == 0) {
 		r = configured_archive(s, &archive);
 		if (r < 0)
@@ -362,8 +370,13 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 	r = group_paths(s);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot list the segments");
+	for (size_t i = 0; i < s->nr_paths; i++)
+		nr_cpus = MAX(nr_cpus, s->state->info[i].nr_cpus);
+	r = selection_check_options(s, (unsigned int)MIN(nr_cpus, (uint64_t)STACKTAB_MAX_CPUS));
+	if (r < 0)
+		return r;
 	if (!s->nr_paths) {
-		log_err("no segment overlaps the time window");
+		log_err("no events matched: no segment overlaps the time window");
 		return -ENOENT;
 	}
 	return 0;
@@ -523,6 +536,7 @@ bool selection_wanted(struct selection *s, const struct decoded_event *ev)
 	}
 	w = passes(s, ev);
 	st->cpu_wanted[ev->cpu] = w;
+	selection_seen_event(s, ev, w);
 	return w;
 }
 
@@ -654,5 +668,5 @@ int selection_decode(struct selection *s, const struct selection_run *run)
 		if (r == 2)
 			break;
 	}
-	return ret;
+	return selection_verdict(s, ret);
 }
