@@ -305,33 +305,108 @@ static bool outside_window(const struct selection *s, const struct seg_info *i)
 	return false;
 }
 
+/* Path order: by recording (its earliest opening, then its ids), then as listed. */
+struct path_order {
+	size_t idx;
+	uint64_t first;			/* earliest opened_usec of its recording; 0: unknown */
+	uint64_t last;			/* latest mtime of its recording */
+	const struct seg_info *i;
+};
+
+static int order_cmp(const void *a, const void *b)
+{
+	const struct path_order *x = a, *y = b;
+	int d;
+
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	d = strcmp(x->i->boot ?: "", y->i->boot ?: "");
+	if (!d)
+		d = strcmp(x->i->recording ?: "", y->i->recording ?: "");
+	if (d)
+		return d;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static bool same_recording(const struct seg_info *a, const struct seg_info *b)
+{
+	return same_str(a->boot, b->boot) && same_str(a->recording, b->recording);
+}
+
+/*
+ * A wall-clock window selects the recordings it covers: one whose span,
+ * from its first opening to its last write (give or take a second), lies
+ * outside the window is left out whole.
+ */
+static bool recording_outside(const struct selection *s, const struct path_order *o)
+{
+	const uint64_t margin = USEC_PER_SEC;
+
+	if (!o->first || !o->last)
+		return false;
+	if (s->since.set && !s->since.trace && o->last + margin < s->since.ns / 1000)
+		return true;
+	return s->until.set && !s->until.trace && o->first > s->until.ns / 1000 + margin;
+}
+
+static void info_free(struct seg_info *i)
+{
+	free(i->host);
+	free(i->boot);
+	free(i->recording);
+	free(i->clock);
+	*i = (struct seg_info){};
+}
+
+/*
+ * Group the paths by recording (META boot_id and recording_id, not file
+ * names: two archives copied into one directory number their segments
+ * alike), recordings in the order they were opened, and leave out the
+ * segments and recordings a wall-clock window cannot cover.
+ */
 static int group_paths(struct selection *s)
 {
 	struct selection_state *st = s->state;
-	size_t k = 0;
+	_cleanup_free_ struct path_order *o = NULL;
+	_cleanup_free_ struct seg_info *info = NULL;
+	_cleanup_free_ char **paths = NULL;
+	size_t k = 0, n = s->nr_paths;
 
-	st->info = calloc(s->nr_paths, sizeof(*st->info));
-	s->group_start = calloc(s->nr_paths + 1, sizeof(*s->group_start));
-	if (!st->info || !s->group_start)
+	st->info = calloc(n ?: 1, sizeof(*st->info));
+	s->group_start = calloc(n + 1, sizeof(*s->group_start));
+	o = calloc(n ?: 1, sizeof(*o));
+	info = calloc(n ?: 1, sizeof(*info));
+	paths = calloc(n ?: 1, sizeof(*paths));
+	if (!st->info || !s->group_start || !o || !info || !paths)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->nr_paths; i++) {
-		read_info(s->paths[i], &st->info[i]);
-		if (outside_window(s, &st->info[i])) {
-			free(st->info[i].host);
-			free(st->info[i].boot);
-			free(st->info[i].recording);
-			free(st->info[i].clock);
-			st->info[i] = (struct seg_info){};
-			free(s->paths[i]);
+	for (size_t i = 0; i < n; i++)
+		read_info(s->paths[i], &info[i]);
+	for (size_t i = 0; i < n; i++) {
+		o[i] = (struct path_order){ .idx = i, .i = &info[i] };
+		for (size_t j = 0; j < n; j++) {
+			if (!same_recording(&info[i], &info[j]))
+				continue;
+			if (info[j].opened_usec && (!o[i].first || info[j].opened_usec < o[i].first))
+				o[i].first = info[j].opened_usec;
+			o[i].last = MAX(o[i].last, info[j].mtime_usec);
+		}
+	}
+	qsort(o, n, sizeof(*o), order_cmp);
+	for (size_t i = 0; i < n; i++) {
+		size_t x = o[i].idx;
+
+		if (recording_outside(s, &o[i]) || outside_window(s, &info[x])) {
+			info_free(&info[x]);
+			free(s->paths[x]);
 			continue;
 		}
-		st->info[k] = st->info[i];
-		s->paths[k] = s->paths[i];
-		if (!k || !same_str(st->info[k].boot, st->info[k - 1].boot) ||
-		    !same_str(st->info[k].recording, st->info[k - 1].recording))
+		st->info[k] = info[x];
+		paths[k] = s->paths[x];
+		if (!k || !same_recording(&st->info[k], &st->info[k - 1]))
 			s->group_start[s->nr_groups++] = k;
 		k++;
 	}
+	memcpy(s->paths, paths, k * sizeof(*paths));
 	s->nr_paths = k;
 	s->group_start[s->nr_groups] = k;
 	return 0;
