@@ -37,6 +37,7 @@ static const char top_usage[] =
 	SAMPLE_SOURCE_USAGE
 	"  --follow       every second, the last --window seconds (default 10) of the\n"
 	"                 archive while the daemon writes it, like perf top\n"
+	"  --interval SECONDS  with --follow: refresh this often (default 1)\n"
 	"  --iterations N with --follow: stop after N refreshes (default: until interrupted)\n"
 	SELECTION_USAGE;
 
@@ -51,6 +52,7 @@ struct top_args {
 	bool follow;
 	unsigned long window;		/* seconds, with follow */
 	unsigned long iterations;	/* refreshes, with follow; 0: until interrupted */
+	double interval;		/* seconds between refreshes, with follow */
 	int first;			/* index of the first source */
 };
 
@@ -61,6 +63,7 @@ static const struct option top_opts[] = {
 	{ "follow", no_argument, NULL, 'f' },
 	{ "window", required_argument, NULL, 'w' },
 	{ "iterations", required_argument, NULL, 'i' },
+	{ "interval", required_argument, NULL, 'I' },
 	{ "children", no_argument, NULL, 'C' },
 	{ "no-children", no_argument, NULL, 'N' },
 	{ "width", required_argument, NULL, 'W' },
@@ -84,7 +87,7 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 	int c;
 
 	*a = (struct top_args){ .sort = TOP_SORT_SYMBOL, .window = 10, .width = -1,
-				.min_percent = 0.5 };
+				.min_percent = 0.5, .interval = 1.0 };
 	optind = 0;
 	while ((c = selection_getopt(sel, argc, argv, "+hc:", top_opts)) > 0) {
 		switch (c) {
@@ -122,6 +125,14 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			if (errno || *end || !*optarg || a->width < 0 || a->width > 100000 ||
 			    (a->width && a->width < 20)) {
 				log_err("bad width '%s' (0, or 20 columns and more)", optarg);
+				return -1;
+			}
+			break;
+		case 'I':
+			errno = 0;
+			a->interval = strtod(optarg, &end);
+			if (errno || *end || !*optarg || !(a->interval >= 0.1 && a->interval <= 3600)) {
+				log_err("bad interval '%s' (0.1 to 3600 seconds)", optarg);
 				return -1;
 			}
 			break;
@@ -231,7 +242,10 @@ static int top_follow(int argc, char **argv, const struct top_args *a)
 		(void)fflush(stdout);
 		if (a->iterations && i + 1 == a->iterations)
 			break;
-		(void)nanosleep(&(struct timespec){ .tv_sec = 1 }, NULL);
+		(void)nanosleep(&(struct timespec){
+					.tv_sec = (time_t)a->interval,
+					.tv_nsec = (long)((a->interval - (double)(time_t)a->interval) * 1e9) },
+				NULL);
 	}
 	return 0;
 }
