@@ -12,6 +12,7 @@
 #include "log.h"
 #include "sample-source.h"
 #include "selection.h"
+#include "strmap.h"
 
 static const char fg_usage[] =
 	"Usage: stackmapctl flamegraph -o FILE.svg [--title TEXT] [--diff BASELINE]...\n"
@@ -24,13 +25,57 @@ static const char fg_usage[] =
 struct fg_ctx {
 	struct flamegraph *fg;
 	bool before;
+	struct strmap *events;		/* names of the events drawn, for the title */
 };
 
 static int fg_sample(const struct sample *s, void *userdata)
 {
 	struct fg_ctx *ctx = userdata;
+	size_t idx;
+	int r;
 
+	if (!ctx->before) {
+		r = strmap_intern(ctx->events, s->event, strlen(s->event), &idx);
+		if (r < 0)
+			return r;
+	}
 	return flamegraph_add_sample(ctx->fg, s, ctx->before);
+}
+
+/*
+ * The default title: what is drawn, of which window, from where:
+ * "kmem_cache_alloc, kmalloc: 03:10 .. 03:15, /var/lib/stackmapd"
+ * ("... against ..." for a differential graph). Returns 0 or -ENOMEM.
+ */
+static int make_title(const struct fg_ctx *ctx, const struct selection *sel, int nsrc,
+		      char **src, bool diff, char **ret)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return -ENOMEM;
+	fputs(diff ? "Differential flame graph of " : "Flame graph of ", f);
+	for (size_t i = 0; i < strmap_size(ctx->events) && i < 6; i++)
+		fprintf(f, "%s%s", i ? ", " : "", strmap_get(ctx->events, i, NULL));
+	if (strmap_size(ctx->events) > 6)
+		fprintf(f, ", ... (%zu events)", strmap_size(ctx->events));
+	if (!strmap_size(ctx->events))
+		fputs("no events", f);
+	if (sel->since_arg || sel->until_arg)
+		fprintf(f, ", %s .. %s", sel->since_arg ?: "start", sel->until_arg ?: "end");
+	fputs(", ", f);
+	for (int i = 0; i < nsrc && i < 3; i++)
+		fprintf(f, "%s%s", i ? " " : "", src[i]);
+	if (nsrc > 3)
+		fprintf(f, " ... (%d sources)", nsrc);
+	if (!nsrc)
+		fputs(sel->config ?: "the configured archive", f);
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	*ret = steal_ptr(text);
+	return 0;
 }
 
 static int write_svg(const struct flamegraph *fg, const char *path, const char *title)
@@ -74,12 +119,14 @@ int cmd_flamegraph(int argc, char **argv)
 	struct sample_source_options so = { .progress_label = "flamegraph" };
 	const char *diff_since = NULL, *diff_until = NULL;
 	const char *out = NULL, *title = NULL;
-	struct fg_ctx ctx = { .fg = fg };
+	_cleanup_(strmap_freep) struct strmap *events = strmap_new();
+	_cleanup_free_ char *auto_title = NULL;
+	struct fg_ctx ctx = { .fg = fg, .events = events };
 	int c, r, nbase = 0, ret = 0;
 
 	selection_init(&sel);
 	selection_init(&bsel);
-	if (!fg || !base) {
+	if (!fg || !base || !events) {
 		log_errno(LOG_ERR, -ENOMEM, "cannot build the flame graph");
 		return 1;
 	}
@@ -147,6 +194,15 @@ int cmd_flamegraph(int argc, char **argv)
 	if (r < 0 || r == 2)
 		return r < 0 ? 1 : r;	/* 2: the filters named what is not there */
 	ret |= r;
+	if (!title) {
+		r = make_title(&ctx, &sel, argc - optind, argv + optind,
+			       nbase || diff_since || diff_until, &auto_title);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "cannot write '%s'", out);
+			return 1;
+		}
+		title = auto_title;
+	}
 	r = write_svg(fg, out, title);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "cannot write '%s'", out);

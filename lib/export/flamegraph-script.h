@@ -3,6 +3,7 @@
  * The style and script embedded in every flame graph SVG (flamegraph.c).
  * Frames are <g data-x data-w data-d> holding <title>, <rect>, <text>;
  * data-x and data-w are fractions of the full width, data-d the depth.
+ * Opened on its own, the graph takes the window's width (and follows it).
  * Click zooms to a frame (its ancestors stay, dimmed, at full width),
  * "Reset Zoom" or the root undoes it; "Search" (or Ctrl-F, /) asks for a
  * regular expression, paints matching frames and shows their share.
@@ -107,6 +108,19 @@ static const char flamegraph_js[] =
 	"  var q = window.prompt('Search for a frame (regular expression):', '');\n"
 	"  if (q) search(q);\n"
 	"}\n"
+	"function fillWindow() {\n"
+	"  var w = window.innerWidth, old = W;\n"
+	"  if (!w || w < 200 || Math.abs(w - W) < 1) return;\n"
+	"  W = w;\n"
+	"  svg.setAttribute('width', W);\n"
+	"  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + svg.getAttribute('height'));\n"
+	"  document.getElementById('background').setAttribute('width', W);\n"
+	"  document.getElementById('title').setAttribute('x', W / 2);\n"
+	"  ['search', 'matched'].forEach(function (id) {\n"
+	"    var t = document.getElementById(id);\n"
+	"    t.setAttribute('x', parseFloat(t.getAttribute('x')) + W - old); });\n"
+	"  if (zoomed) zoom(zoomed); else unzoom();\n"
+	"}\n"
 	"function fg_init(evt) {\n"
 	"  svg = document.documentElement;\n"
 	"  W = parseFloat(svg.getAttribute('width'));\n"
@@ -126,6 +140,8 @@ static const char flamegraph_js[] =
 	"  window.addEventListener('keydown', function (e) {\n"
 	"    if ((e.ctrlKey && e.key === 'f') || e.key === '/') { e.preventDefault(); askSearch(); }\n"
 	"  });\n"
+	"  fillWindow();\n"
+	"  window.addEventListener('resize', fillWindow);\n"
 	"  var h = new URLSearchParams(window.location.search);\n"
 	"  if (h.get('s')) search(h.get('s'));\n"
 	"  if (h.get('zoom')) frames.forEach(function (g) { if (label(g) === h.get('zoom') && !zoomed) zoom(g); });\n"

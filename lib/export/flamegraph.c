@@ -239,9 +239,15 @@ static unsigned int depth_of(const struct node *n)
 	return d;
 }
 
+/* The change of n's whole count (self and callees) against the baseline scaled to the same total. */
+static double total_delta(const struct node *n, double scale)
+{
+	return (double)n->value - (double)n->before * scale;
+}
+
 static double max_delta(const struct node *n, double scale)
 {
-	double d = self_delta(n, scale);
+	double d = total_delta(n, scale);
 
 	if (d < 0)
 		d = -d;
@@ -250,14 +256,17 @@ static double max_delta(const struct node *n, double scale)
 	return d;
 }
 
-/* A stable warm colour per name (hashed) or, in a diff, red/blue by the change. */
+/*
+ * A stable warm colour per name (hashed) or, in a diff, by the change of
+ * the frame's whole count: red grew, blue shrank, the deeper the more.
+ */
 static void colour(const struct layout *l, const struct node *n, const char *name, char *buf,
 		   size_t len)
 {
 	uint32_t h = 2166136261u;
 
 	if (l->diff) {
-		double d = self_delta(n, l->scale);
+		double d = total_delta(n, l->scale);
 		double k = l->max_delta > 0 ? (d < 0 ? -d : d) / l->max_delta : 0;
 		int c = (int)(225.0 * (1.0 - k));
 
@@ -292,7 +301,8 @@ static void write_frame(const struct layout *l, const struct node *n, double x0,
 	fprintf(l->f, " (%" PRIu64 " %s, %.2f%%", n->value, l->count_name,
 		100.0 * (double)n->value / l->total);
 	if (l->diff)
-		fprintf(l->f, "; before %" PRIu64 ", self %+.2f%% of the total", n->before,
+		fprintf(l->f, "; before %" PRIu64 ", change %+.2f%% of the total, self %+.2f%%",
+			n->before, 100.0 * total_delta(n, l->scale) / l->total,
 			100.0 * self_delta(n, l->scale) / l->total);
 	fprintf(l->f, ")</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
 		      "fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
@@ -347,8 +357,8 @@ int flamegraph_write(const struct flamegraph *fg, FILE *f, const struct flamegra
 		width, l.height, width, l.height);
 	fprintf(f, "<style>%s</style>\n<script type=\"text/ecmascript\"><![CDATA[%s]]></script>\n",
 		flamegraph_css, flamegraph_js);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"#f8f8f8\"/>\n", width,
-		l.height);
+	fprintf(f, "<rect id=\"background\" x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" "
+		   "fill=\"#f8f8f8\"/>\n", width, l.height);
 	fprintf(f, "<text id=\"title\" x=\"%u\" y=\"24\">", width / 2);
 	put_escaped(f, o->title ?: (l.diff ? "Differential Flame Graph" : "Flame Graph"),
 		    SIZE_MAX);

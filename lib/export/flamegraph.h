@@ -7,8 +7,9 @@
  *
  * A differential graph has a baseline ("before") besides the stacks
  * ("after"): frames are as wide as the after counts; their colour says
- * how their own count changed against the baseline scaled to the same
- * total: red grew, blue shrank, grey unchanged.
+ * how their whole count (their own and their callees') changed against
+ * the baseline scaled to the same total: red grew, blue shrank, grey
+ * unchanged.
  */
 #ifndef STACKMAPD_FLAMEGRAPH_H
 #define STACKMAPD_FLAMEGRAPH_H

@@ -70,6 +70,11 @@ for f in "$tmp/fg.svg" "$tmp/diff.svg"; do
 		fail "$f is not well-formed XML"
 	grep -q '<title>kmem_cache_alloc (' "$f" || fail "$f lacks kmem_cache_alloc"
 done
-grep -q 'Differential Flame Graph' "$tmp/diff.svg" || fail "diff.svg is not differential"
+grep -q '<text id="title"[^<]*>Differential flame graph of .*kmem_cache_alloc' "$tmp/diff.svg" ||
+	fail "diff.svg is not differential: $(grep -o '<text id="title"[^<]*' "$tmp/diff.svg")"
+title=$(grep -o '<text id="title"[^<]*' "$tmp/fg.svg")
+[[ $title == *">Flame graph of "*kmem_cache_alloc*sched_switch*", $seg" ||
+   $title == *">Flame graph of "*sched_switch*kmem_cache_alloc*", $seg" ]] ||
+	fail "fg.svg's title does not name its events and source: $title"
 [ -e "$tmp/fg.svg.tmp" ] && fail "flamegraph left its temporary file"
 exit 0

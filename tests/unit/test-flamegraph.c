@@ -95,21 +95,29 @@ static void test_diff(void)
 	const char *p;
 
 	CHECK(fg);
-	/* before: a 50%, b 50%; after: a 75%, b 25% (twice as many samples) */
+	/*
+	 * before: a, b, x;y 10 each; after: a 30, b 10, x;y 40 (80: the
+	 * baseline scales by 8/3). Colours follow each frame's whole count:
+	 * x has no samples of its own, yet it grew with y.
+	 */
 	CHECK(flamegraph_add_folded(fg, "main;a 10\n", true) == 0);
 	CHECK(flamegraph_add_folded(fg, "main;b 10", true) == 0);
+	CHECK(flamegraph_add_folded(fg, "main;x;y 10", true) == 0);
 	CHECK(flamegraph_add_folded(fg, "main;a 30", false) == 0);
 	CHECK(flamegraph_add_folded(fg, "main;b 10", false) == 0);
+	CHECK(flamegraph_add_folded(fg, "main;x;y 40", false) == 0);
 	CHECK(flamegraph_add_folded(fg, "main;c;d 0", false) == 0);
-	CHECK(flamegraph_total(fg, true) == 20 && flamegraph_total(fg, false) == 40);
+	CHECK(flamegraph_total(fg, true) == 30 && flamegraph_total(fg, false) == 80);
 	svg = render(fg, NULL, "diff.svg");
 
 	CHECK(strstr(svg, "Differential Flame Graph"));
-	p = frame(svg, "a (30 samples, 75.00%; before 10, self +25.00% of the total)");
-	CHECK_MSG(p && strstr(p, "fill=\"rgb(255,0,0)\""), "%.200s", p ? p : "(none)");
-	p = frame(svg, "b (10 samples, 25.00%; before 10, self -25.00% of the total)");
+	p = frame(svg, "a (30 samples, 37.50%; before 10, change +4.17% of the total, self +4.17%)");
+	CHECK_MSG(p && strstr(p, "fill=\"rgb(255,179,179)\""), "%.200s", p ? p : "(none)");
+	p = frame(svg, "b (10 samples, 12.50%; before 10, change -20.83% of the total, self -20.83%)");
 	CHECK_MSG(p && strstr(p, "fill=\"rgb(0,0,255)\""), "%.200s", p ? p : "(none)");
-	p = frame(svg, "main (40 samples");
+	p = frame(svg, "x (40 samples, 50.00%; before 10, change +16.67% of the total, self +0.00%)");
+	CHECK_MSG(p && strstr(p, "fill=\"rgb(255,4"), "%.200s", p ? p : "(none)");
+	p = frame(svg, "main (80 samples");
 	CHECK(p && strstr(p, "fill=\"rgb(225,225,225)\""));
 	/* zero-width frames are left out */
 	CHECK(!frame(svg, "d ("));
