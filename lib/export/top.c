@@ -242,6 +242,8 @@ static void print_flat(const struct top *t, const struct row *rows, size_t n, FI
 			json_object_close(w);
 			continue;
 		}
+		free(line);
+		line = NULL;
 		m = open_memstream(&line, &size);
 		if (!m)
 			return;
