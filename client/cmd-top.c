@@ -191,7 +191,9 @@ static unsigned int top_width(const struct top_args *a)
 static int top_once(struct selection *sel, const struct top_args *a, const char *heading)
 {
 	struct sample_source_options so = { .raw_stacks = a->raw_stacks,
-					    .call_sites = a->sort == TOP_SORT_CALLSITE };
+					    .call_sites = a->sort == TOP_SORT_CALLSITE,
+					    /* a bar on a terminal, but not between follow's tables */
+					    .progress_label = a->json || a->follow ? NULL : "top" };
 	struct top_view v = { .json = a->json, .limit = a->limit, .children = a->children,
 			      .width = a->json ? 0 : top_width(a), .min_percent = a->min_percent };
 	_cleanup_(top_freep) struct top *t = top_new(a->sort);

@@ -150,6 +150,9 @@ int selection_option(struct selection *s, int c, const char *arg)
 	case SELECTION_OPT_EVENT:
 		s->event = arg;
 		return 1;
+	case SELECTION_OPT_MARKERS:
+		s->markers = true;
+		return 1;
 	case 'c':
 	case SELECTION_OPT_CONFIG:
 		s->config = arg;
@@ -560,10 +563,35 @@ static bool event_matches(const struct tep_event *e, const char *filter)
 	       !strncmp(e->system, filter, (size_t)(colon - filter)) && streq(e->name, colon + 1);
 }
 
+/*
+ * The clock markers stackmapd writes into its instance's trace_marker to
+ * pair the trace clock with the wall clock (daemon/recorder-clock.c):
+ * ftrace print events whose text starts with this.
+ */
+#define CLOCK_MARKER_TEXT "stackmapd: clock "
+
+static bool clock_marker(const struct decoded_event *ev)
+{
+	const char *buf;
+	int len = 0;
+
+	if (!ev->event || !streq(ev->event->name, "print") || !streq(ev->event->system, "ftrace"))
+		return false;
+	buf = tep_get_field_raw(NULL, ev->event, "buf", ev->record, &len, 0);
+	if (!buf)
+		return false;
+	/* buf is char buf[]: size 0, the text runs to the end of the record */
+	len = ev->record->size - (int)(buf - (const char *)ev->record->data);
+	return len >= (int)strlen(CLOCK_MARKER_TEXT) &&
+	       !memcmp(buf, CLOCK_MARKER_TEXT, strlen(CLOCK_MARKER_TEXT));
+}
+
 static bool passes(struct selection *s, const struct decoded_event *ev)
 {
 	int pid;
 
+	if (!s->markers && clock_marker(ev))
+		return false;
 	if (s->cpus && (ev->cpu >= STACKTAB_MAX_CPUS || !s->cpus[ev->cpu]))
 		return false;
 	if (s->event && !event_matches(ev->event, s->event))

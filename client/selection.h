@@ -32,6 +32,7 @@ enum {
 	SELECTION_OPT_COMM,
 	SELECTION_OPT_EVENT,
 	SELECTION_OPT_CONFIG,
+	SELECTION_OPT_MARKERS,
 };
 
 /* getopt_long entries for the shared options; put them in a command's table. */
@@ -42,7 +43,8 @@ enum {
 	{ "pid", required_argument, NULL, SELECTION_OPT_PID },           \
 	{ "comm", required_argument, NULL, SELECTION_OPT_COMM },         \
 	{ "event", required_argument, NULL, SELECTION_OPT_EVENT },       \
-	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG }
+	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG },     \
+	{ "markers", no_argument, NULL, SELECTION_OPT_MARKERS }
 
 /* Usage text of the shared options, for a command's --help. */
 #define SELECTION_USAGE                                                                      \
@@ -52,6 +54,7 @@ enum {
 	"  --pid PID       only this task\n"                                                     \
 	"  --comm NAME     only tasks of this name\n"                                            \
 	"  --event NAME    only this event (name or system:name), with its stacks\n"             \
+	"  --markers       also the daemon's own clock markers (print events)\n"                 \
 	"  -c, --config FILE  without SEGMENT: read the archive this file configures\n"          \
 	"SEGMENT is a segment file or an archive directory (all its segments, in order);\n"     \
 	"none: the configured archive.\n"
@@ -67,6 +70,7 @@ struct selection {
 	const char *config;		/* -c FILE */
 	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
 	bool quiet_unfinished;		/* do not report .part segments as cut short */
+	bool markers;			/* keep the daemon's clock markers (--markers) */
 
 	/* segments; set by selection_resolve() */
 	char **paths;

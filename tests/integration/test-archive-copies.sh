@@ -2,7 +2,8 @@
 # Archives as users copy them: two recordings (two daemon runs, each
 # numbering its segments from 00000001) copied into one directory read as
 # two recordings told apart by their META ids, one after the other, not
-# interleaved by file name; a wall-clock window selects the recording it
+# interleaved by file name; the daemon's clock markers are left out of
+# report and top unless asked for; a wall-clock window selects the recording it
 # covers (the trace.dat export of a window of the second one works); and
 # `info DIR` sums up each recording from the segments' indexes without
 # reading their pages (bytes read, counted with strace, are a small part
@@ -66,6 +67,13 @@ n_both=$(grep -c ': kmem_cache_alloc:' "$tmp/report.txt")
 n_a=$("$STACKMAPCTL" report --events "$tmp/a" | grep -c ': kmem_cache_alloc:')
 n_b=$("$STACKMAPCTL" report --events "$tmp/b" | grep -c ': kmem_cache_alloc:')
 [ "$n_both" = $((n_a + n_b)) ] || fail "report of both: $n_both events, of each: $n_a + $n_b"
+
+# the daemon's clock markers are left out unless asked for
+"$STACKMAPCTL" report --events "$tmp/a" | grep -q 'stackmapd: clock' &&
+	fail "report shows the daemon's clock markers"
+"$STACKMAPCTL" report --events --markers "$tmp/a" | grep -q ': print: .*stackmapd: clock [0-9]' ||
+	fail "report --markers lacks the daemon's clock markers"
+"$STACKMAPCTL" top --sort comm "$tmp/a" | grep -q '^# print:' && fail "top counts the clock markers"
 
 # a window after the first recording selects the second one
 "$STACKMAPCTL" export --format trace.dat -o "$tmp/b.dat" --since "$between" "$tmp/both" \

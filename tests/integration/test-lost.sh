@@ -62,6 +62,6 @@ if [ "$unknown" = 0 ]; then
 else
 	[ "$info" -le "$KERNEL_LOST" ] || fail "archive says $info lost, the kernel only $KERNEL_LOST"
 fi
-n=$("$STACKMAPCTL" report "${segs[@]}" 2>/dev/null | count_report_entries)
+n=$("$STACKMAPCTL" report --markers "${segs[@]}" 2>/dev/null | count_report_entries)
 [ "$n" = "$KERNEL_READ" ] || fail "the archive holds $n entries, the kernel says $KERNEL_READ were read"
 exit 0
