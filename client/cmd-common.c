@@ -60,7 +60,7 @@ static int segment_args(int argc, char **argv, bool *ret_json, struct selection 
 		}
 	}
 	if (selection_resolve(sel, argc - i, argv + i) < 0)
-		return -2;
+		return -2;	/* the mistakes it refuses are of filters, which are not taken here */
 	*ret_json = json;
 	return 0;
 }

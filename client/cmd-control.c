@@ -7,6 +7,7 @@
  * reply came in time; 2 usage; 69 (EX_UNAVAILABLE) the daemon is not
  * running; 77 (EX_NOPERM) permission denied.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -97,6 +98,7 @@ static int parse_options(int argc, char **argv, unsigned default_timeout, struct
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	const char *desc;
 	char *end;
 	int c;
 
@@ -120,8 +122,17 @@ static int parse_options(int argc, char **argv, unsigned default_timeout, struct
 			o->timeout_sec = (unsigned)t;
 			break;
 		case 'h':
-			printf("Usage: stackmapctl [--socket PATH] %s [--json] [--timeout SEC] [-c CONFIG]\n",
-			       argv[0]);
+			desc = stackmapctl_command_help(argv[0]) ?: "";
+			printf("Usage: stackmapctl [--socket PATH] %s [--json] [--timeout SEC] [-c CONFIG]\n"
+			       "%c%s.\n"
+			       "  --json            print the daemon's reply as one JSON object\n"
+			       "  --timeout SEC     wait at most SEC seconds for the reply (default %u)\n"
+			       "  -c, --config FILE find the control socket in this configuration file\n"
+			       "  --socket PATH     (before the command) the control socket itself\n"
+			       "Exit status: 0 done; 1 the daemon reported an error, or no usable reply\n"
+			       "came in time; 2 usage; 69 the daemon is not running; 77 permission denied.\n",
+			       argv[0], toupper((unsigned char)*desc), desc + (*desc != '\0'),
+			       default_timeout);
 			return 0;
 		default:
 			return 2;

@@ -29,7 +29,8 @@ static const char export_usage[] =
 	"Usage: stackmapctl export --format pprof|csv|trace.dat -o OUTPUT [OPTIONS]\n"
 	"                          [SEGMENT|DIRECTORY...]\n"
 	"  pprof: OUTPUT is a gzipped profile; csv: OUTPUT is a directory that gets\n"
-	"  events.csv and stacks.csv; trace.dat: a trace-cmd data file\n" SELECTION_USAGE;
+	"  events.csv and stacks.csv; trace.dat: a trace-cmd data file, every frame as\n"
+	"  the kernel wrote it\n" SAMPLE_SOURCE_USAGE SELECTION_USAGE;
 
 struct pprof_ctx {
 	struct pprof *p;
@@ -59,9 +60,9 @@ static int export_pprof(struct selection *sel, const struct sample_source_option
 		return 1;
 	}
 	ret = sample_source_run(sel, so, pprof_sample, &ctx);
-	if (ret < 0) {
+	if (ret < 0 || ret == 2) {	/* 2: the filters named what is not there */
 		pprof_free(ctx.p);
-		return 1;
+		return ret < 0 ? 1 : ret;
 	}
 	/* the trace clock is not wall-clock time: only the duration is known */
 	pprof_set_time(ctx.p, 0, ctx.last - ctx.first);
@@ -350,13 +351,14 @@ int cmd_export(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		SAMPLE_SOURCE_OPTIONS,
 		SELECTION_OPTIONS,
 		{}
 	};
 	_cleanup_(selection_done) struct selection sel;
 	struct sample_source_options so = { .progress_label = "export" };
 	const char *format = NULL, *out = NULL;
-	int c;
+	int c, r;
 
 	selection_init(&sel);
 	optind = 0;
@@ -367,6 +369,9 @@ int cmd_export(int argc, char **argv)
 			break;
 		case 'o':
 			out = optarg;
+			break;
+		case SAMPLE_SOURCE_OPT_RAW_STACKS:
+			so.raw_stacks = true;
 			break;
 		case 'h':
 			printf("%s", export_usage);
@@ -386,8 +391,9 @@ int cmd_export(int argc, char **argv)
 		log_err("unknown format '%s' (pprof, csv, trace.dat)", format);
 		return 2;
 	}
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 	if (streq(format, "pprof"))
 		return export_pprof(&sel, &so, out);
 	if (streq(format, "csv"))

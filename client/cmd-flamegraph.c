@@ -21,7 +21,7 @@ static const char fg_usage[] =
 	"                              [SEGMENT|DIRECTORY...]\n"
 	"  --diff BASELINE    compare with these segments or archive (repeatable)\n"
 	"  --diff-since/--diff-until TIME  compare with this window (of BASELINE, or of\n"
-	"                     the same segments)\n" SELECTION_USAGE;
+	"                     the same segments)\n" SAMPLE_SOURCE_USAGE SELECTION_USAGE;
 
 struct fg_ctx {
 	struct flamegraph *fg;
@@ -103,6 +103,7 @@ int cmd_flamegraph(int argc, char **argv)
 		{ "diff-since", required_argument, NULL, 'S' },
 		{ "diff-until", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
+		SAMPLE_SOURCE_OPTIONS,
 		SELECTION_OPTIONS,
 		{}
 	};
@@ -135,6 +136,9 @@ int cmd_flamegraph(int argc, char **argv)
 			continue;
 		}
 		switch (c) {
+		case SAMPLE_SOURCE_OPT_RAW_STACKS:
+			so.raw_stacks = true;
+			break;
 		case 'S':
 			diff_since = optarg;
 			if (note_option(&against, opts, c, optarg) < 0)
@@ -172,23 +176,25 @@ int cmd_flamegraph(int argc, char **argv)
 	if ((diff_since && selection_option(&bsel, SELECTION_OPT_SINCE, diff_since) < 0) ||
 	    (diff_until && selection_option(&bsel, SELECTION_OPT_UNTIL, diff_until) < 0))
 		return 2;
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 	if (nbase || diff_since || diff_until) {
 		/* the baseline: other segments, or the same ones in another window */
-		if (nbase ? selection_resolve(&bsel, nbase, base) < 0
-			  : selection_resolve(&bsel, argc - optind, argv + optind) < 0)
-			return 1;
+		r = nbase ? selection_resolve(&bsel, nbase, base)
+			  : selection_resolve(&bsel, argc - optind, argv + optind);
+		if (r < 0)
+			return selection_resolve_status(r);
 		ctx.before = true;
 		r = sample_source_run(&bsel, &so, fg_sample, &ctx);
-		if (r < 0)
-			return 1;
+		if (r < 0 || r == 2)
+			return r < 0 ? 1 : r;
 		ret |= r;
 		ctx.before = false;
 	}
 	r = sample_source_run(&sel, &so, fg_sample, &ctx);
-	if (r < 0)
-		return 1;
+	if (r < 0 || r == 2)
+		return r < 0 ? 1 : r;	/* 2: the filters named what is not there */
 	ret |= r;
 	if (subtitle(&sub, filters, &sel, argc - optind, argv + optind, against) < 0)
 		return oom();

@@ -10,6 +10,7 @@
 
 #include "cmd-common.h"
 #include "commands.h"
+#include "info.h"
 #include "log.h"
 #include "page-walk.h"
 #include "segment-meta.h"
@@ -73,6 +74,8 @@ struct info {
 	size_t header_page_len;
 
 	bool scan;			/* per-CPU figures from the pages, not from the index */
+	bool read_pages;		/* read and walk every page (--pages) */
+	bool pages_skipped;		/* the reader passed over PAGES payloads */
 	bool pages_ready;
 	size_t page_size;
 	unsigned int long_size;
@@ -229,6 +232,8 @@ static int info_record(struct info *in, const struct segment_record *rec)
 			return -ENOMEM;
 		c->stored_bytes += rec->stored_len;
 		c->raw_bytes += rec->len;
+		if (!rec->data)
+			return 0;	/* skipped: the index has the figures */
 		if (!in->pages_ready)
 			pages_setup(in);
 		scan_pages(in, c, rec->data, rec->len);
@@ -280,6 +285,18 @@ static int cmp_cpu(const void *a, const void *b)
 	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
 }
 
+/*
+ * Whether the index of an intact segment gives the per-CPU figures, so
+ * that no page needs to be read: what makes info instant on any size.
+ */
+static bool skip_pages(const struct info *in)
+{
+	const struct segment_index *idx = segment_reader_index(in->r);
+
+	return !in->read_pages && idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED) &&
+	       idx->nr_cpus > 0;
+}
+
 /* Read the whole segment. Returns 0 (in->end tells how reading ended) or -errno. */
 static int info_load(struct info *in)
 {
@@ -287,6 +304,8 @@ static int info_load(struct info *in)
 	struct segment_record rec;
 	int k;
 
+	in->pages_skipped = skip_pages(in);
+	segment_reader_skip_pages(in->r, in->pages_skipped);
 	while ((k = segment_reader_next(in->r, &rec)) > 0) {
 		k = info_record(in, &rec);
 		if (k < 0)
@@ -471,6 +490,8 @@ static void info_print(const struct info *in)
 	printf("\n");
 	if (in->bad_pages)
 		printf("warning:      %" PRIu64 " malformed pages were not counted\n", in->bad_pages);
+	if (in->pages_skipped)
+		printf("pages:        not read (the index has the figures; --pages reads them)\n");
 	info_print_cpus(in, &t);
 }
 
@@ -560,15 +581,18 @@ static int info_print_json(const struct info *in)
 	if (in->bad_index_off)
 		json_add_uint(&w, "malformed_index_offset", in->bad_index_off);
 	json_add_uint(&w, "generation_records", in->rec_count[SEGMENT_REC_GENERATION]);
-	json_add_uint(&w, "malformed_pages", in->bad_pages);
+	if (in->pages_skipped)
+		json_add_null(&w, "malformed_pages");
+	else
+		json_add_uint(&w, "malformed_pages", in->bad_pages);
 	info_json_counts(&w, in);
 	json_object_close(&w);
 	return cmd_json_print(&w);
 }
 
-static int info_one(const char *path, bool json)
+int info_segment(const char *path, bool json, bool read_pages)
 {
-	struct info in = { .path = path };
+	struct info in = { .path = path, .read_pages = read_pages };
 	int k, ret = 0;
 
 	k = segment_reader_open(path, &in.r);
@@ -591,6 +615,14 @@ static int info_one(const char *path, bool json)
 		return 1;
 	}
 	k = info_load(&in);
+	if (k >= 0 && in.scan && in.pages_skipped) {
+		/* damaged after all: the figures come from the pages before the damage */
+		info_done(&in);
+		in = (struct info){ .path = path, .read_pages = true };
+		k = segment_reader_open(path, &in.r);
+		if (k >= 0)
+			k = info_load(&in);
+	}
 	if (k < 0) {
 		log_errno(LOG_ERR, k, "cannot read '%s'", path);
 		ret = 1;
@@ -606,9 +638,4 @@ static int info_one(const char *path, bool json)
 	}
 	info_done(&in);
 	return ret;
-}
-
-int cmd_info(int argc, char **argv)
-{
-	return cmd_segment_each(argc, argv, info_one, true);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Offline commands that decode events: report (trace-cmd report layout)
- * and folded (flame graph input).
+ * Offline commands that decode events: report (trace-cmd report layout,
+ * every frame as the kernel wrote it) and folded (flame graph input, from
+ * client/sample-source.h: without the tracing machinery's frames unless
+ * --raw-stacks).
  *
  * Exit status: 0 when every segment decoded, 1 when any was unreadable,
  * damaged, cut short or recovered after a crash (everything readable is
@@ -17,6 +19,7 @@
 #include "decode.h"
 #include "event-format.h"
 #include "log.h"
+#include "sample-source.h"
 #include "selection.h"
 #include "strmap.h"
 #include "util.h"
@@ -352,8 +355,9 @@ int cmd_report(int argc, char **argv)
 	}
 	if (c < 0)
 		return 2;
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 
 	/* hundreds of MB of text: write it in large blocks, not st_blksize ones */
 	if (!isatty(STDOUT_FILENO))
@@ -390,22 +394,9 @@ static int fold_cmp(const void *a, const void *b)
 }
 
 /* One frame as a flame graph wants it: the function name, no offset, no ';'. */
-static int append_frame(struct buf *b, const struct decoded_event *ev, uint16_t i)
+static int append_name(struct buf *b, const char *f)
 {
-	char sym[256];
-	const char *f = sym;
-	size_t len;
-
-	if (ev->text) {
-		f = ev->frames[i];
-		len = strcspn(f, "+ ");
-		if (!len || f[0] == '[')
-			len = strlen(f);
-	} else {
-		(void)decoder_segment_symbolize(ev->seg, ev->ips[i], false, sym, sizeof(sym));
-		len = strlen(sym);
-	}
-	for (size_t k = 0; k < len; k++) {
+	for (size_t k = 0; f[k]; k++) {
 		int r = buf_append(b, f[k] == ';' ? ":" : &f[k], 1);
 
 		if (r < 0)
@@ -414,45 +405,32 @@ static int append_frame(struct buf *b, const struct decoded_event *ev, uint16_t 
 	return 0;
 }
 
-/* Count the stack of ev in folds (each folded line once, with its count in the counter). */
-static int fold_event(struct strmap *folds, struct buf *b, const struct decoded_event *ev)
-{
-	size_t idx;
-	int r;
-
-	buf_reset(b);
-	r = buf_printf(b, "%s", ev->owner ? ev->owner->name : "[unknown]");
-	if (r < 0)
-		return r;
-	if (!ev->resolved)
-		r = buf_printf(b, ";[unresolved]");
-	for (int i = ev->resolved ? (int)ev->nr - 1 : -1; r >= 0 && i >= 0; i--) {
-		r = buf_append(b, ";", 1);
-		if (r >= 0)
-			r = append_frame(b, ev, (uint16_t)i);
-	}
-	if (r < 0)
-		return r;
-	r = strmap_intern(folds, (const char *)b->data, b->len, &idx);
-	if (r < 0)
-		return r;
-	(*strmap_counter(folds, idx))++;
-	return 0;
-}
-
 struct folded_ctx {
 	struct strmap *folds;
 	struct buf b;
 };
 
-static int folded_event(struct decoded_event *ev, void *userdata)
+/* The sample's event, then its frames from the outermost in: each folded line once in folds, with its count. */
+static int folded_sample(const struct sample *s, void *userdata)
 {
 	struct folded_ctx *ctx = userdata;
+	char addr[SAMPLE_FRAME_NAME_MAX];
+	size_t idx;
 	int r;
 
-	if (!ev->is_stack)
+	if (!s->nr_frames)
 		return 0;
-	r = fold_event(ctx->folds, &ctx->b, ev);
+	buf_reset(&ctx->b);
+	r = append_name(&ctx->b, s->event);
+	for (size_t i = s->nr_frames; r >= 0 && i-- > 0;) {
+		r = buf_append(&ctx->b, ";", 1);
+		if (r >= 0)
+			r = append_name(&ctx->b, sample_frame_name(&s->frames[i], addr, sizeof(addr)));
+	}
+	if (r >= 0)
+		r = strmap_intern(ctx->folds, (const char *)ctx->b.data, ctx->b.len, &idx);
+	if (r >= 0)
+		(*strmap_counter(ctx->folds, idx))++;
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot fold stacks");
 	return 0;
@@ -462,14 +440,16 @@ int cmd_folded(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		SAMPLE_SOURCE_OPTIONS,
 		SELECTION_OPTIONS,
 		{}
 	};
-	const char *usage = "Usage: stackmapctl folded [OPTIONS] [SEGMENT|DIRECTORY...]\n"
-		SELECTION_USAGE;
+	const char *usage = "Usage: stackmapctl folded [--raw-stacks] [OPTIONS] [SEGMENT|DIRECTORY...]\n"
+		SAMPLE_SOURCE_USAGE SELECTION_USAGE;
 	_cleanup_(selection_done) struct selection sel;
 	_cleanup_(strmap_freep) struct strmap *folds = NULL;
 	_cleanup_free_ struct fold *all = NULL;
+	struct sample_source_options so = { .progress_label = "folded", .orphan_stacks = true };
 	struct folded_ctx ctx = {};
 	size_t n;
 	int c, r;
@@ -477,6 +457,10 @@ int cmd_folded(int argc, char **argv)
 	selection_init(&sel);
 	optind = 0;
 	while ((c = selection_getopt(&sel, argc, argv, "+hc:", opts)) > 0) {
+		if (c == SAMPLE_SOURCE_OPT_RAW_STACKS) {
+			so.raw_stacks = true;
+			continue;
+		}
 		if (c == 'h') {
 			printf("%s", usage);
 			return 0;
@@ -486,16 +470,16 @@ int cmd_folded(int argc, char **argv)
 	}
 	if (c < 0)
 		return 2;
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 
 	folds = ctx.folds = strmap_new();
 	if (!folds) {
 		log_errno(LOG_ERR, -ENOMEM, "cannot fold stacks");
 		return 1;
 	}
-	r = selection_decode(&sel, &(struct selection_run){ .event = folded_event,
-							    .userdata = &ctx });
+	r = sample_source_run(&sel, &so, folded_sample, &ctx);
 	note_unresolved(&sel);
 	buf_done(&ctx.b);
 	if (r < 0)

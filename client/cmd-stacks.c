@@ -203,7 +203,7 @@ int cmd_stacks(int argc, char **argv)
 	};
 	_cleanup_(selection_done) struct selection sel;
 	bool json = false;
-	int c, ret = 0;
+	int c, r, ret = 0;
 
 	selection_init(&sel);
 	optind = 0;
@@ -223,8 +223,9 @@ int cmd_stacks(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (selection_resolve(&sel, argc - optind, argv + optind) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - optind, argv + optind);
+	if (r < 0)
+		return selection_resolve_status(r);
 	for (size_t i = 0; i < sel.nr_paths; i++) {
 		if (!json && i > 0)
 			printf("\n");

@@ -9,6 +9,7 @@
  */
 #include <getopt.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 #include "commands-export.h"
@@ -18,11 +19,25 @@
 #include "top.h"
 
 static const char top_usage[] =
-	"Usage: stackmapctl top [--sort stack|callsite|comm|pid] [--limit N] [--json]\n"
+	"Usage: stackmapctl top [--sort symbol|stack|callsite|comm|pid] [--children] [--limit N]\n"
+	"                       [--width N] [--percent-limit P] [--raw-stacks] [--json]\n"
 	"                       [--follow [--window SECONDS] [--iterations N]] [OPTIONS]\n"
 	"                       [SEGMENT|DIRECTORY...]\n"
+	"  --sort symbol  (default) per event type, the function that hit it, with the\n"
+	"                 tree of its callers, like perf report --stdio --no-children\n"
+	"  --sort stack   one line per stack, innermost frame first\n"
+	"  --sort callsite  the event's call site: its call_site field, else the first\n"
+	"                 frame outside the tracing machinery\n"
+	"  --children     every function with the events under it (like perf report\n"
+	"                 --children); --no-children: the default\n"
+	"  --limit N      at most N rows per event type\n"
+	"  --width N      cut lines to N columns (0: never; default: the terminal's, 80\n"
+	"                 when not a terminal)\n"
+	"  --percent-limit P  leave out call graph branches under P %% (default 0.5)\n"
+	SAMPLE_SOURCE_USAGE
 	"  --follow       every second, the last --window seconds (default 10) of the\n"
 	"                 archive while the daemon writes it, like perf top\n"
+	"  --interval SECONDS  with --follow: refresh this often (default 1)\n"
 	"  --iterations N with --follow: stop after N refreshes (default: until interrupted)\n"
 	SELECTION_USAGE;
 
@@ -30,9 +45,14 @@ struct top_args {
 	int sort;
 	unsigned long limit;
 	bool json;
+	bool children;
+	bool raw_stacks;
+	long width;			/* -1: from the terminal */
+	double min_percent;
 	bool follow;
 	unsigned long window;		/* seconds, with follow */
 	unsigned long iterations;	/* refreshes, with follow; 0: until interrupted */
+	double interval;		/* seconds between refreshes, with follow */
 	int first;			/* index of the first source */
 };
 
@@ -43,7 +63,13 @@ static const struct option top_opts[] = {
 	{ "follow", no_argument, NULL, 'f' },
 	{ "window", required_argument, NULL, 'w' },
 	{ "iterations", required_argument, NULL, 'i' },
+	{ "interval", required_argument, NULL, 'I' },
+	{ "children", no_argument, NULL, 'C' },
+	{ "no-children", no_argument, NULL, 'N' },
+	{ "width", required_argument, NULL, 'W' },
+	{ "percent-limit", required_argument, NULL, 'P' },
 	{ "help", no_argument, NULL, 'h' },
+	SAMPLE_SOURCE_OPTIONS,
 	SELECTION_OPTIONS,
 	{}
 };
@@ -60,7 +86,8 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 	char *end;
 	int c;
 
-	*a = (struct top_args){ .sort = TOP_SORT_STACK, .window = 10 };
+	*a = (struct top_args){ .sort = TOP_SORT_SYMBOL, .window = 10, .width = -1,
+				.min_percent = 0.5, .interval = 1.0 };
 	optind = 0;
 	while ((c = selection_getopt(sel, argc, argv, "+hc:", top_opts)) > 0) {
 		switch (c) {
@@ -85,6 +112,38 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 		case 'j':
 			a->json = true;
 			break;
+		case 'C':
+		case 'N':
+			a->children = c == 'C';
+			break;
+		case SAMPLE_SOURCE_OPT_RAW_STACKS:
+			a->raw_stacks = true;
+			break;
+		case 'W':
+			errno = 0;
+			a->width = strtol(optarg, &end, 10);
+			if (errno || *end || !*optarg || a->width < 0 || a->width > 100000 ||
+			    (a->width && a->width < 20)) {
+				log_err("bad width '%s' (0, or 20 columns and more)", optarg);
+				return -1;
+			}
+			break;
+		case 'I':
+			errno = 0;
+			a->interval = strtod(optarg, &end);
+			if (errno || *end || !*optarg || !(a->interval >= 0.1 && a->interval <= 3600)) {
+				log_err("bad interval '%s' (0.1 to 3600 seconds)", optarg);
+				return -1;
+			}
+			break;
+		case 'P':
+			errno = 0;
+			a->min_percent = strtod(optarg, &end);
+			if (errno || *end || !*optarg || !(a->min_percent >= 0 && a->min_percent <= 100)) {
+				log_err("bad percentage '%s' (0 to 100)", optarg);
+				return -1;
+			}
+			break;
 		case 'f':
 			a->follow = true;
 			break;
@@ -102,14 +161,41 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 		log_err("--iterations needs --follow");
 		return -1;
 	}
+	if (a->children && a->sort != TOP_SORT_SYMBOL) {
+		log_err("--children needs --sort symbol (the default)");
+		return -1;
+	}
 	a->first = optind;
 	return 0;
+}
+
+/* The columns text may take: --width, else the terminal's, else 80. */
+static unsigned int top_width(const struct top_args *a)
+{
+	struct winsize ws;
+	const char *cols;
+	long n;
+
+	if (a->width >= 0)
+		return (unsigned int)a->width;
+	if (!isatty(STDOUT_FILENO))
+		return 80;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+		return ws.ws_col;
+	cols = getenv("COLUMNS");
+	n = cols ? strtol(cols, NULL, 10) : 0;
+	return n >= 20 && n <= 100000 ? (unsigned int)n : 80;
 }
 
 /* One table of what sel selects. Returns as sample_source_run(). */
 static int top_once(struct selection *sel, const struct top_args *a, const char *heading)
 {
-	struct sample_source_options so = {};
+	struct sample_source_options so = { .raw_stacks = a->raw_stacks,
+					    .call_sites = a->sort == TOP_SORT_CALLSITE,
+					    /* a bar on a terminal, but not between follow's tables */
+					    .progress_label = a->json || a->follow ? NULL : "top" };
+	struct top_view v = { .json = a->json, .limit = a->limit, .children = a->children,
+			      .width = a->json ? 0 : top_width(a), .min_percent = a->min_percent };
 	_cleanup_(top_freep) struct top *t = top_new(a->sort);
 	int r;
 
@@ -122,7 +208,7 @@ static int top_once(struct selection *sel, const struct top_args *a, const char 
 		return r;
 	if (heading)
 		printf("%s", heading);
-	if (top_print(t, stdout, a->json, a->limit) < 0 || fflush(stdout) != 0) {
+	if (top_print(t, stdout, &v) < 0 || fflush(stdout) != 0) {
 		log_errno(LOG_ERR, -errno, "cannot write the table");
 		return -1;
 	}
@@ -158,7 +244,10 @@ static int top_follow(int argc, char **argv, const struct top_args *a)
 		(void)fflush(stdout);
 		if (a->iterations && i + 1 == a->iterations)
 			break;
-		(void)nanosleep(&(struct timespec){ .tv_sec = 1 }, NULL);
+		(void)nanosleep(&(struct timespec){
+					.tv_sec = (time_t)a->interval,
+					.tv_nsec = (long)((a->interval - (double)(time_t)a->interval) * 1e9) },
+				NULL);
 	}
 	return 0;
 }
@@ -175,8 +264,9 @@ int cmd_top(int argc, char **argv)
 		return r > 0 ? 0 : 2;
 	if (a.follow)
 		return top_follow(argc, argv, &a);
-	if (selection_resolve(&sel, argc - a.first, argv + a.first) < 0)
-		return 1;
+	r = selection_resolve(&sel, argc - a.first, argv + a.first);
+	if (r < 0)
+		return selection_resolve_status(r);
 	r = top_once(&sel, &a, NULL);
 	return r < 0 ? 1 : r;
 }

@@ -26,4 +26,8 @@ int cmd_reload(int argc, char **argv);
 /* config: client/cmd-bootcmdline.c */
 int cmd_boot_cmdline(int argc, char **argv);
 
+/* client/stackmapctl.c: help [COMMAND], and a command's one-line description (or NULL) */
+int cmd_help(int argc, char **argv);
+const char *stackmapctl_command_help(const char *name);
+
 #endif

@@ -30,8 +30,15 @@ struct sym_slot {
 struct pending {
 	bool set;
 	const struct tep_event *event;	/* to match the stack's owner; not dereferenced */
-	char name[64], system[64], comm[32];
+	char name[64], system[64], comm[32], call_site[128];
 	struct sample s;
+};
+
+/* The call_site field of an event type, if it has one (looked up once per type). */
+#define CALL_SITE_SLOTS 64
+struct call_site_slot {
+	const struct tep_event *event;	/* NULL: empty */
+	struct tep_format_field *field;	/* NULL: the type has none */
 };
 
 struct source {
@@ -44,11 +51,13 @@ struct source {
 	struct sample_frame frames[MAX_FRAMES];
 	char text[MAX_FRAMES][128];	/* symbol names of TEXT stack entries */
 	struct sym_slot *syms;		/* 1 << SYM_CACHE_BITS, direct-mapped */
+	struct call_site_slot call_sites[CALL_SITE_SLOTS];
 };
 
 /* Hand the pending event of a CPU on, with frames[0..nr) as its stack. */
 static int flush(struct source *src, struct pending *p, size_t nr)
 {
+	size_t skip;
 	int r = 0;
 
 	if (!p->set)
@@ -57,8 +66,10 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 	/* the pending array may have moved since the event was kept */
 	p->s.event = p->name;
 	p->s.comm = p->comm;
-	p->s.nr_frames = nr;
-	p->s.frames = nr ? src->frames : NULL;
+	p->s.call_site = p->call_site[0] ? p->call_site : NULL;
+	skip = src->o->raw_stacks ? 0 : sample_machinery_frames(src->frames, nr, p->name);
+	p->s.nr_frames = nr - skip;
+	p->s.frames = nr ? src->frames + skip : NULL;
 	r = src->fn(&p->s, src->userdata);
 	return r < 0 ? r : 0;
 }
@@ -106,6 +117,30 @@ static size_t stack_frames(struct source *src, const struct decoded_event *ev)
 	return nr;
 }
 
+static void copy_str(char *dst, size_t len, const char *src);
+
+/* The function of ev's call_site field into p->call_site, "" when it has none. */
+static void take_call_site(struct source *src, struct pending *p, const struct decoded_event *ev)
+{
+	struct call_site_slot *c;
+	unsigned long long addr;
+	const char *sym;
+
+	p->call_site[0] = '\0';
+	if (!ev->event)
+		return;
+	c = &src->call_sites[((uintptr_t)ev->event >> 4) % CALL_SITE_SLOTS];
+	if (c->event != ev->event)
+		*c = (struct call_site_slot){ ev->event, tep_find_field(ev->event, "call_site") };
+	if (!c->field || tep_read_number_field(c->field, ev->record->data, &addr) < 0)
+		return;
+	sym = frame_symbol(src, ev, addr);
+	if (sym)
+		copy_str(p->call_site, sizeof(p->call_site), sym);
+	else
+		(void)snprintf(p->call_site, sizeof(p->call_site), "0x%llx", addr);
+}
+
 /* src into dst of len bytes, cut short if need be (snprintf("%s") is slow per event). */
 static void copy_str(char *dst, size_t len, const char *src)
 {
@@ -126,7 +161,18 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	if (ev->is_stack) {
 		if (p->set && ev->owner && ev->owner == p->event && streq(ev->owner->name, p->name))
 			return flush(src, p, stack_frames(src, ev));
-		return 0;	/* a stack whose event was not seen (lost) */
+		if (!src->o->orphan_stacks)
+			return 0;	/* a stack whose event was not seen (lost) */
+		if (flush(src, p, 0) < 0)
+			return -ECANCELED;
+		pid = tep_data_pid(ev->tep, ev->record);
+		p->set = true;
+		copy_str(p->name, sizeof(p->name), ev->owner ? ev->owner->name : "[unknown]");
+		copy_str(p->comm, sizeof(p->comm), tep_data_comm_from_pid(ev->tep, pid));
+		p->call_site[0] = '\0';
+		p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
+					.scope = decoder_segment_serial(ev->seg) };
+		return flush(src, p, stack_frames(src, ev));
 	}
 	if (flush(src, p, 0) < 0)
 		return -ECANCELED;
@@ -138,6 +184,8 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	copy_str(p->comm, sizeof(p->comm), tep_data_comm_from_pid(ev->tep, pid));
 	p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
 				.scope = decoder_segment_serial(ev->seg) };
+	if (src->o->call_sites)
+		take_call_site(src, p, ev);
 	return 0;
 }
 
@@ -172,6 +220,7 @@ int sample_source_run(struct selection *sel, const struct sample_source_options 
 	}
 	progress_init(&bar, STDERR_FILENO, o->progress_label ?: "",
 		      o->progress_label ? sel->nr_paths : 0);
+	bar.delay_usec = USEC_PER_SEC;	/* only for reads that take a while */
 	src.bar = &bar;
 	r = selection_decode(sel, &(struct selection_run){ .event = source_event,
 							   .progress = source_progress,

@@ -7,13 +7,26 @@
 #ifndef STACKMAPCTL_SAMPLE_SOURCE_H
 #define STACKMAPCTL_SAMPLE_SOURCE_H
 
+#include <stdbool.h>
+
 #include "sample.h"
 
 struct selection;
 
 struct sample_source_options {
 	const char *progress_label;	/* draw a progress bar on a terminal stderr, NULL: none */
+	bool raw_stacks;		/* keep the tracing machinery's frames (sample.h) */
+	bool call_sites;		/* fill sample.call_site from the event's field */
+	bool orphan_stacks;		/* a stack whose event was not read (lost) is a sample of
+					 * its owner's type, or "[unknown]"; false: left out */
 };
+
+/* getopt_long entry and usage line of --raw-stacks, for the commands built on this */
+#define SAMPLE_SOURCE_OPT_RAW_STACKS 0x1100
+#define SAMPLE_SOURCE_OPTIONS { "raw-stacks", no_argument, NULL, SAMPLE_SOURCE_OPT_RAW_STACKS }
+#define SAMPLE_SOURCE_USAGE \
+	"  --raw-stacks    keep the tracing machinery's frames (trace_event_raw_event_*,\n" \
+	"                  __traceiter_*, ...) at the top of each stack\n"
 
 /*
  * Decode what sel selects (client/selection.h, resolved) and call fn for

@@ -27,6 +27,7 @@
 struct seg_info {
 	char *host, *boot, *recording, *clock;
 	uint64_t opened_usec;
+	uint64_t nr_cpus;		/* 0: unknown */
 	uint64_t mtime_usec;
 };
 
@@ -80,6 +81,7 @@ void selection_done(struct selection *s)
 	free(s->paths);
 	free(s->group_start);
 	free(s->cpus);
+	selection_seen_free(s);
 	*s = (struct selection){ .pid = -1 };
 }
 
@@ -121,6 +123,7 @@ int selection_option(struct selection *s, int c, const char *arg)
 	case SELECTION_OPT_SINCE:
 	case SELECTION_OPT_UNTIL:
 		t = c == SELECTION_OPT_SINCE ? &s->since : &s->until;
+		*(c == SELECTION_OPT_SINCE ? &s->since_arg : &s->until_arg) = arg;
 		if (wallclock_parse(arg, s->now, t) < 0) {
 			log_err("invalid time '%s' (2026-12-01 03:12, 03:12, -10min, "
 				"2026-12-01T03:12:00+01:00 or trace-clock seconds)", arg);
@@ -146,6 +149,9 @@ int selection_option(struct selection *s, int c, const char *arg)
 		return 1;
 	case SELECTION_OPT_EVENT:
 		s->event = arg;
+		return 1;
+	case SELECTION_OPT_MARKERS:
+		s->markers = true;
 		return 1;
 	case 'c':
 	case SELECTION_OPT_CONFIG:
@@ -275,6 +281,7 @@ static void read_info(const char *path, struct seg_info *ret)
 	ret->recording = strdup(segment_meta_get(&m, "recording_id") ?: "");
 	ret->clock = strdup(segment_meta_get(&m, "clock") ?: "");
 	(void)segment_meta_u64(&m, "opened_usec", &ret->opened_usec);
+	(void)segment_meta_u64(&m, "nr_cpus", &ret->nr_cpus);
 	segment_meta_done(&m);
 }
 
@@ -301,33 +308,108 @@ static bool outside_window(const struct selection *s, const struct seg_info *i)
 	return false;
 }
 
+/* Path order: by recording (its earliest opening, then its ids), then as listed. */
+struct path_order {
+	size_t idx;
+	uint64_t first;			/* earliest opened_usec of its recording; 0: unknown */
+	uint64_t last;			/* latest mtime of its recording */
+	const struct seg_info *i;
+};
+
+static int order_cmp(const void *a, const void *b)
+{
+	const struct path_order *x = a, *y = b;
+	int d;
+
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	d = strcmp(x->i->boot ?: "", y->i->boot ?: "");
+	if (!d)
+		d = strcmp(x->i->recording ?: "", y->i->recording ?: "");
+	if (d)
+		return d;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static bool same_recording(const struct seg_info *a, const struct seg_info *b)
+{
+	return same_str(a->boot, b->boot) && same_str(a->recording, b->recording);
+}
+
+/*
+ * A wall-clock window selects the recordings it covers: one whose span,
+ * from its first opening to its last write (give or take a second), lies
+ * outside the window is left out whole.
+ */
+static bool recording_outside(const struct selection *s, const struct path_order *o)
+{
+	const uint64_t margin = USEC_PER_SEC;
+
+	if (!o->first || !o->last)
+		return false;
+	if (s->since.set && !s->since.trace && o->last + margin < s->since.ns / 1000)
+		return true;
+	return s->until.set && !s->until.trace && o->first > s->until.ns / 1000 + margin;
+}
+
+static void info_free(struct seg_info *i)
+{
+	free(i->host);
+	free(i->boot);
+	free(i->recording);
+	free(i->clock);
+	*i = (struct seg_info){};
+}
+
+/*
+ * Group the paths by recording (META boot_id and recording_id, not file
+ * names: two archives copied into one directory number their segments
+ * alike), recordings in the order they were opened, and leave out the
+ * segments and recordings a wall-clock window cannot cover.
+ */
 static int group_paths(struct selection *s)
 {
 	struct selection_state *st = s->state;
-	size_t k = 0;
+	_cleanup_free_ struct path_order *o = NULL;
+	_cleanup_free_ struct seg_info *info = NULL;
+	_cleanup_free_ char **paths = NULL;
+	size_t k = 0, n = s->nr_paths;
 
-	st->info = calloc(s->nr_paths, sizeof(*st->info));
-	s->group_start = calloc(s->nr_paths + 1, sizeof(*s->group_start));
-	if (!st->info || !s->group_start)
+	st->info = calloc(n ?: 1, sizeof(*st->info));
+	s->group_start = calloc(n + 1, sizeof(*s->group_start));
+	o = calloc(n ?: 1, sizeof(*o));
+	info = calloc(n ?: 1, sizeof(*info));
+	paths = calloc(n ?: 1, sizeof(*paths));
+	if (!st->info || !s->group_start || !o || !info || !paths)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->nr_paths; i++) {
-		read_info(s->paths[i], &st->info[i]);
-		if (outside_window(s, &st->info[i])) {
-			free(st->info[i].host);
-			free(st->info[i].boot);
-			free(st->info[i].recording);
-			free(st->info[i].clock);
-			st->info[i] = (struct seg_info){};
-			free(s->paths[i]);
+	for (size_t i = 0; i < n; i++)
+		read_info(s->paths[i], &info[i]);
+	for (size_t i = 0; i < n; i++) {
+		o[i] = (struct path_order){ .idx = i, .i = &info[i] };
+		for (size_t j = 0; j < n; j++) {
+			if (!same_recording(&info[i], &info[j]))
+				continue;
+			if (info[j].opened_usec && (!o[i].first || info[j].opened_usec < o[i].first))
+				o[i].first = info[j].opened_usec;
+			o[i].last = MAX(o[i].last, info[j].mtime_usec);
+		}
+	}
+	qsort(o, n, sizeof(*o), order_cmp);
+	for (size_t i = 0; i < n; i++) {
+		size_t x = o[i].idx;
+
+		if (recording_outside(s, &o[i]) || outside_window(s, &info[x])) {
+			info_free(&info[x]);
+			free(s->paths[x]);
 			continue;
 		}
-		st->info[k] = st->info[i];
-		s->paths[k] = s->paths[i];
-		if (!k || !same_str(st->info[k].boot, st->info[k - 1].boot) ||
-		    !same_str(st->info[k].recording, st->info[k - 1].recording))
+		st->info[k] = info[x];
+		paths[k] = s->paths[x];
+		if (!k || !same_recording(&st->info[k], &st->info[k - 1]))
 			s->group_start[s->nr_groups++] = k;
 		k++;
 	}
+	memcpy(s->paths, paths, k * sizeof(*paths));
 	s->nr_paths = k;
 	s->group_start[s->nr_groups] = k;
 	return 0;
@@ -336,8 +418,12 @@ static int group_paths(struct selection *s)
 int selection_resolve(struct selection *s, int argc, char **argv)
 {
 	_cleanup_free_ char *archive = NULL;
-	int r = 0;
+	uint64_t nr_cpus = 0;
+	int r;
 
+	r = selection_check_options(s, 0);
+	if (r < 0)
+		return r;
 	if (argc == 0) {
 		r = configured_archive(s, &archive);
 		if (r < 0)
@@ -362,8 +448,13 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 	r = group_paths(s);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot list the segments");
+	for (size_t i = 0; i < s->nr_paths; i++)
+		nr_cpus = MAX(nr_cpus, s->state->info[i].nr_cpus);
+	r = selection_check_options(s, (unsigned int)MIN(nr_cpus, (uint64_t)STACKTAB_MAX_CPUS));
+	if (r < 0)
+		return r;
 	if (!s->nr_paths) {
-		log_err("no segment overlaps the time window");
+		log_err("no events matched: no segment overlaps the time window");
 		return -ENOENT;
 	}
 	return 0;
@@ -472,10 +563,35 @@ static bool event_matches(const struct tep_event *e, const char *filter)
 	       !strncmp(e->system, filter, (size_t)(colon - filter)) && streq(e->name, colon + 1);
 }
 
+/*
+ * The clock markers stackmapd writes into its instance's trace_marker to
+ * pair the trace clock with the wall clock (daemon/recorder-clock.c):
+ * ftrace print events whose text starts with this.
+ */
+#define CLOCK_MARKER_TEXT "stackmapd: clock "
+
+static bool clock_marker(const struct decoded_event *ev)
+{
+	const char *buf;
+	int len = 0;
+
+	if (!ev->event || !streq(ev->event->name, "print") || !streq(ev->event->system, "ftrace"))
+		return false;
+	buf = tep_get_field_raw(NULL, ev->event, "buf", ev->record, &len, 0);
+	if (!buf)
+		return false;
+	/* buf is char buf[]: size 0, the text runs to the end of the record */
+	len = ev->record->size - (int)(buf - (const char *)ev->record->data);
+	return len >= (int)strlen(CLOCK_MARKER_TEXT) &&
+	       !memcmp(buf, CLOCK_MARKER_TEXT, strlen(CLOCK_MARKER_TEXT));
+}
+
 static bool passes(struct selection *s, const struct decoded_event *ev)
 {
 	int pid;
 
+	if (!s->markers && clock_marker(ev))
+		return false;
 	if (s->cpus && (ev->cpu >= STACKTAB_MAX_CPUS || !s->cpus[ev->cpu]))
 		return false;
 	if (s->event && !event_matches(ev->event, s->event))
@@ -515,6 +631,7 @@ bool selection_wanted(struct selection *s, const struct decoded_event *ev)
 	}
 	w = passes(s, ev);
 	st->cpu_wanted[ev->cpu] = w;
+	selection_seen_event(s, ev, w);
 	return w;
 }
 
@@ -646,5 +763,5 @@ int selection_decode(struct selection *s, const struct selection_run *run)
 		if (r == 2)
 			break;
 	}
-	return ret;
+	return selection_verdict(s, ret);
 }

@@ -10,6 +10,7 @@
 #ifndef STACKMAPCTL_SELECTION_H
 #define STACKMAPCTL_SELECTION_H
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 
 struct decoded_event;
 struct decoder;
+struct selection_seen;
 struct selection_state;
 
 enum {
@@ -30,6 +32,7 @@ enum {
 	SELECTION_OPT_COMM,
 	SELECTION_OPT_EVENT,
 	SELECTION_OPT_CONFIG,
+	SELECTION_OPT_MARKERS,
 };
 
 /* getopt_long entries for the shared options; put them in a command's table. */
@@ -40,7 +43,8 @@ enum {
 	{ "pid", required_argument, NULL, SELECTION_OPT_PID },           \
 	{ "comm", required_argument, NULL, SELECTION_OPT_COMM },         \
 	{ "event", required_argument, NULL, SELECTION_OPT_EVENT },       \
-	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG }
+	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG },     \
+	{ "markers", no_argument, NULL, SELECTION_OPT_MARKERS }
 
 /* Usage text of the shared options, for a command's --help. */
 #define SELECTION_USAGE                                                                      \
@@ -50,6 +54,7 @@ enum {
 	"  --pid PID       only this task\n"                                                     \
 	"  --comm NAME     only tasks of this name\n"                                            \
 	"  --event NAME    only this event (name or system:name), with its stacks\n"             \
+	"  --markers       also the daemon's own clock markers (print events)\n"                 \
 	"  -c, --config FILE  without SEGMENT: read the archive this file configures\n"          \
 	"SEGMENT is a segment file or an archive directory (all its segments, in order);\n"     \
 	"none: the configured archive.\n"
@@ -57,6 +62,7 @@ enum {
 struct selection {
 	/* filters; set by selection_option() */
 	struct wallclock_time since, until;
+	const char *since_arg, *until_arg;	/* as given, for messages */
 	bool *cpus;			/* STACKTAB_MAX_CPUS flags, NULL: all */
 	long pid;			/* -1: all */
 	const char *comm;
@@ -64,6 +70,7 @@ struct selection {
 	const char *config;		/* -c FILE */
 	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
 	bool quiet_unfinished;		/* do not report .part segments as cut short */
+	bool markers;			/* keep the daemon's clock markers (--markers) */
 
 	/* segments; set by selection_resolve() */
 	char **paths;
@@ -72,6 +79,7 @@ struct selection {
 	size_t nr_groups;
 
 	struct selection_state *state;	/* filtering state while decoding */
+	struct selection_seen *seen;	/* what the filters found (selection-check.c) */
 	struct stacktab_stats stats;	/* resolution counters of all groups decoded */
 };
 
@@ -101,9 +109,17 @@ bool selection_filtering(const struct selection *s);
  * Expand argv[0..argc) (files and directories; none: the configured
  * archive) into s->paths in reading order, grouped by recording (boot
  * and daemon run, from META). Logs and returns -errno when nothing can be
- * read (a directory without segments, an unreadable config).
+ * read (a directory without segments, an unreadable config), -EDOM when
+ * the filters cannot match (a window that ends before it begins, a CPU
+ * beyond those recorded): a usage mistake.
  */
 int selection_resolve(struct selection *s, int argc, char **argv);
+
+/* The exit status for a selection_resolve() failure r: 2 for a usage mistake, else 1. */
+static inline int selection_resolve_status(int r)
+{
+	return r == -EDOM ? 2 : 1;
+}
 
 /* Label of group g: "host HOST boot BOOT_ID" (static buffer until the next call). */
 const char *selection_group_label(const struct selection *s, size_t g);
@@ -118,13 +134,28 @@ bool selection_wanted(struct selection *s, const struct decoded_event *ev);
 bool selection_wall(struct selection *s, const struct decoded_event *ev, uint64_t *ret);
 
 /*
+ * client/selection-check.c. selection_check_options(): -EDOM (logged) when
+ * the window ends before it begins or a CPU is nr_cpus (0: unknown) or
+ * more. selection_seen_event(): count ev (passed: it passed the filters).
+ * selection_verdict(): the exit status for ret (selection_decode()'s)
+ * when nothing matched: 2 (logged) when --event, --comm or --pid names
+ * what the events read do not hold, else ret, after a "no events
+ * matched" notice.
+ */
+int selection_check_options(struct selection *s, unsigned int nr_cpus);
+void selection_seen_event(struct selection *s, const struct decoded_event *ev, bool passed);
+int selection_verdict(struct selection *s, int ret);
+void selection_seen_free(struct selection *s);
+
+/*
  * Decode every group, one decoder per group, and call fn for each event
  * that passes the filters; group(s, g, userdata) (may be NULL) before each
  * group's first event when there is more than one group. Errors of damaged
  * segments are logged and decoding goes on; fn or group returning < 0
  * stops; progress (may be NULL) gets the index of the path being read.
  * s->stats sums the decoders' resolution counters. Returns 0 when everything decoded, 1 when something
- * was damaged or fn failed, -1 when nothing could be decoded.
+ * was damaged or fn failed, -1 when nothing could be decoded, 2 when a
+ * filter names what the selection does not hold (selection_verdict()).
  */
 struct selection_run {
 	int (*event)(struct decoded_event *ev, void *userdata);

@@ -9,6 +9,7 @@
 #include "commands-export.h"
 #include "commands.h"
 #include "log.h"
+#include "suggest.h"
 
 static const struct {
 	const char *name;
@@ -29,9 +30,67 @@ static const struct {
 	{ "folded", cmd_folded, "[--event NAME] SEGMENT...", "folded stacks for flame graphs" },
 	{ "top", cmd_top, "[--sort KEY] SEGMENT...", "hottest stacks per event type" },
 	{ "flamegraph", cmd_flamegraph, "-o FILE.svg SEGMENT...", "interactive flame graph (SVG)" },
-	{ "export", cmd_export, "--format F -o OUT SEG...", "write pprof, CSV or trace.dat" },
+	{ "export", cmd_export, "--format F -o OUT SEG...", "write pprof, CSV or trace.dat (trace-cmd)" },
 	{ "boot-cmdline", cmd_boot_cmdline, "[-c FILE]", "kernel arguments that start the same capture at boot" },
+	{ "help", cmd_help, "[COMMAND]", "this list, or the options of COMMAND" },
 };
+
+const char *stackmapctl_command_help(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (streq(commands[i].name, name))
+			return commands[i].help;
+	return NULL;
+}
+
+static void usage(FILE *f);
+
+/* The run function of command name, or NULL (logged, with the closest name) if there is none. */
+static int (*find_command(const char *name))(int, char **)
+{
+	const char *names[ARRAY_SIZE(commands)];
+	const char *close;
+
+	for (size_t k = 0; k < ARRAY_SIZE(commands); k++) {
+		if (streq(name, commands[k].name))
+			return commands[k].run;
+		names[k] = commands[k].name;
+	}
+	close = suggest_closest(name, names, ARRAY_SIZE(commands));
+	if (close)
+		log_err("unknown command '%s'; did you mean '%s'? (stackmapctl --help lists them)",
+			name, close);
+	else
+		log_err("unknown command '%s' (stackmapctl --help lists them)", name);
+	return NULL;
+}
+
+/* help [COMMAND]: the command list, or COMMAND's own --help. */
+int cmd_help(int argc, char **argv)
+{
+	int (*run)(int, char **);
+	char *args[3];
+
+	if (argc < 2) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 2) {
+		log_err("help: one command at most");
+		return 2;
+	}
+	if (streq(argv[1], "help")) {
+		printf("Usage: stackmapctl help [COMMAND]\n");
+		return 0;
+	}
+	run = find_command(argv[1]);
+	if (!run)
+		return 2;
+	args[0] = argv[1];
+	args[1] = (char *)"--help";
+	args[2] = NULL;
+	return run(2, args);
+}
 
 static void usage(FILE *f)
 {
@@ -66,10 +125,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	for (size_t k = 0; k < ARRAY_SIZE(commands); k++)
-		if (streq(argv[i], commands[k].name))
-			return commands[k].run(argc - i, argv + i);
-	log_err("unknown command '%s'", argv[i]);
-	usage(stderr);
-	return 2;
+	{
+		int (*run)(int, char **) = find_command(argv[i]);
+
+		return run ? run(argc - i, argv + i) : 2;
+	}
 }

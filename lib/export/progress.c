@@ -24,6 +24,7 @@ void progress_init(struct progress *p, int fd, const char *label, uint64_t total
 		.label = label,
 		.total = total,
 		.shown = -1,
+		.start_usec = now_usec(CLOCK_MONOTONIC),
 	};
 }
 
@@ -39,6 +40,9 @@ void progress_update(struct progress *p, uint64_t done)
 		return;
 	pct = (int)(MIN(done, p->total) * 100 / p->total);
 	now = now_usec(CLOCK_MONOTONIC);
+	/* a run that ends within the delay draws nothing */
+	if (p->shown < 0 && now - p->start_usec < p->delay_usec)
+		return;
 	if (pct == p->shown || (p->shown >= 0 && pct < 100 && now - p->last_usec < 100000))
 		return;
 	n = pct * BAR_WIDTH / 100;

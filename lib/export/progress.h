@@ -19,6 +19,8 @@ struct progress {
 	uint64_t total;
 	int shown;			/* percentage on screen, -1: none */
 	uint64_t last_usec;
+	uint64_t start_usec;		/* CLOCK_MONOTONIC at progress_init() */
+	uint64_t delay_usec;		/* draw nothing before this long (0: at once); set after init */
 };
 
 /* Start a bar for total units on fd (usually STDERR_FILENO), labelled label (borrowed). */

@@ -9,6 +9,7 @@
 #ifndef STACKMAPD_SAMPLE_H
 #define STACKMAPD_SAMPLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,11 @@ struct sample {
 	 * for the life of the process); 0: no such promise.
 	 */
 	uint64_t scope;
+	/*
+	 * The function of the event's own call_site field (kmalloc,
+	 * kmem_cache_alloc, ...), NULL when it has none or it is unknown.
+	 */
+	const char *call_site;
 	size_t nr_fields;
 	const struct sample_field *fields;
 };
@@ -50,5 +56,19 @@ struct sample {
 const char *sample_frame_name(const struct sample_frame *f, char *buf, size_t len);
 
 #define SAMPLE_FRAME_NAME_MAX 24
+
+/*
+ * Whether sym (a function name, may be NULL) belongs to the tracing
+ * machinery that wrote an event (trace_event_raw_event_*, __traceiter_*,
+ * perf_trace_*, ..., and trace_EVENT itself), not to the code that hit it.
+ */
+bool sample_frame_is_machinery(const char *sym, const char *event);
+
+/*
+ * How many innermost frames of frames[0..nr) (a stack of event) are
+ * tracing machinery: the frames to leave out to start at the event's call
+ * site. 0 when none are, or when all are (such a stack is shown whole).
+ */
+size_t sample_machinery_frames(const struct sample_frame *frames, size_t nr, const char *event);
 
 #endif

@@ -48,7 +48,7 @@ stop_daemon_ok "$ftmp/d2.log"
 [ -e "$ftmp/control.instance" ] && fail "the record of the instance is left at stop"
 segs=("$ftmp"/archive2/*.smseg)
 [ ${#segs[@]} -ge 1 ] || fail "no segment"
-"$STACKMAPCTL" report "${segs[@]}" > "$ftmp/report" 2> "$ftmp/report.err" || { cat "$ftmp/report.err"; fail "report failed"; }
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$ftmp/report" 2> "$ftmp/report.err" || { cat "$ftmp/report.err"; fail "report failed"; }
 grep -q 'UNKNOWN EVENT' "$ftmp/report" && fail "events of unknown format in the report"
 grep -q 'kmem_cache_alloc' "$ftmp/report" || fail "nothing recorded after the take-over"
 exit 0

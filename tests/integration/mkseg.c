@@ -4,7 +4,7 @@
  * daemon, for tests that compare stackmapctl's decoding with trace-cmd.
  *
  *   mkseg [-o DIR] [-O DIR] [-r RAWDIR] [-e SYS:EVENT]... [-k SYS:EVENT]... [-n NAME]
- *         [-b KB] -- COMMAND...
+ *         [-b KB] [-p] -- COMMAND...
  *
  *   -o  write the pages as they are into a segment in DIR
  *   -O  write them transcoded into a segment in DIR: kernel_stack entries
@@ -13,6 +13,7 @@
  *   -e  enable an event            -k  enable an event with a stacktrace trigger
  *   -n  instance name (default: a random one)
  *   -b  per-CPU buffer size in KiB (default 8192)
+ *   -p  only the events of COMMAND and the tasks it starts (set_event_pid, event-fork)
  *
  * Works in an instance of its own that it removes again, also when the
  * command fails; reads the pages after the command has finished. Prints the
@@ -146,17 +147,42 @@ static void parse_event(const char *arg, bool stack)
 	nr_events++;
 }
 
-static void run(char **argv)
+/*
+ * Run argv with tracing on; with only_child, only the events of the
+ * command and of the tasks it forks (set_event_pid and event-fork, set
+ * before the command starts).
+ */
+static void run(char **argv, bool only_child)
 {
-	pid_t pid = fork();
-	int status;
+	int go[2], status;
+	pid_t pid;
+	char c = 0;
 
+	if (pipe2(go, O_CLOEXEC) < 0)
+		die("pipe: %m");
+	pid = fork();
 	if (pid < 0)
 		die("fork: %m");
 	if (pid == 0) {
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
+	if (only_child) {
+		char p[32];
+
+		(void)snprintf(p, sizeof(p), "%d", (int)pid);
+		if (tracefs_instance_file_write(inst, "set_event_pid", p) < 0 ||
+		    tracefs_option_enable(inst, TRACEFS_OPTION_EVENT_FORK) < 0)
+			die("cannot follow pid %d", (int)pid);
+	}
+	if (tracefs_trace_on(inst) < 0)
+		die("cannot turn tracing on");
+	if (write(go[1], &c, 1) != 1)
+		die("cannot start '%s': %m", argv[0]);
+	close(go[0]);
+	close(go[1]);
 	if (waitpid(pid, &status, 0) < 0)
 		die("waitpid: %m");
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -295,9 +321,10 @@ int main(int argc, char **argv)
 	const char *rawdir = NULL, *name = NULL;
 	_cleanup_free_ char *random_name = NULL;
 	long buffer_kb = 8192;
+	bool only_child = false;
 	int ncpus, opt, page_size;
 
-	while ((opt = getopt(argc, argv, "+o:O:e:k:r:n:b:")) >= 0) {
+	while ((opt = getopt(argc, argv, "+o:O:e:k:r:n:b:p")) >= 0) {
 		switch (opt) {
 		case 'o':
 			outs[0].dir = optarg;
@@ -318,13 +345,16 @@ int main(int argc, char **argv)
 		case 'b':
 			buffer_kb = atol(optarg);
 			break;
+		case 'p':
+			only_child = true;
+			break;
 		default:
 			return 2;
 		}
 	}
 	if ((!outs[0].dir && !outs[1].dir && !rawdir) || optind >= argc || !nr_events) {
 		fprintf(stderr, "usage: mkseg [-o DIR] [-O DIR] [-r RAWDIR] [-e|-k SYS:EVENT]... "
-				"[-n NAME] [-b KB] -- COMMAND...\n");
+				"[-n NAME] [-b KB] [-p] -- COMMAND...\n");
 		return 2;
 	}
 
@@ -354,9 +384,7 @@ int main(int argc, char **argv)
 				    events[i].name);
 		}
 	}
-	if (tracefs_trace_on(inst) < 0)
-		die("cannot turn tracing on");
-	run(argv + optind);
+	run(argv + optind, only_child);
 	(void)tracefs_trace_off(inst);
 
 	ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);

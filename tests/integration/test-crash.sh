@@ -76,7 +76,7 @@ verify_ok "the final archive" "${segs[@]}"
 truncated=$("$STACKMAPCTL" info "${segs[@]}" 2>/dev/null | grep -ci 'truncated')
 [ "$truncated" -ge "$rounds" ] || fail "expected $rounds recovered (truncated) segments, info shows $truncated"
 rc=0
-"$STACKMAPCTL" report "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" || rc=$?
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" || rc=$?
 # recovered segments are reported as cut short; anything else is a failure
 if [ $rc != 0 ]; then
 	grep -v 'recovered after a crash' "$tmp/report.err" | grep . && fail "report of the whole archive failed"

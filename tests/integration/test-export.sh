@@ -23,14 +23,20 @@ plain=$(sed -n 1p "$tmp/paths")
 seg=$(sed -n 2p "$tmp/paths")
 [ -f "$plain" ] && [ -f "$seg" ] || fail "mkseg wrote no segments"
 
-# top: text and JSON agree
-"$STACKMAPCTL" top --sort callsite --event kmem_cache_alloc "$seg" > "$tmp/top-site" ||
+# top: text and JSON agree; no row starts with the tracing machinery
+"$STACKMAPCTL" top --event kmem_cache_alloc "$seg" > "$tmp/top-site" ||
+	fail "top failed"
+"$STACKMAPCTL" top --sort callsite --event kmem_cache_alloc "$seg" > "$tmp/top-callsite" ||
 	fail "top --sort callsite failed"
+grep -Eq '^ +[0-9.]+% +[0-9]+  (trace_|__traceiter_|perf_trace_)' "$tmp/top-site" "$tmp/top-callsite" &&
+	fail "top shows tracing frames as call sites: $(head -3 "$tmp/top-site" "$tmp/top-callsite")"
+awk 'NR == 2 && $1 == "100.00%" { exit 1 }' "$tmp/top-callsite" ||
+	fail "one call site for all events: $(head -3 "$tmp/top-callsite")"
 "$STACKMAPCTL" top --json --limit 5 "$seg" > "$tmp/top.json" || fail "top --json failed"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/top.json" ||
 	fail "top --json is not JSON"
 
-# pprof: the innermost function's count equals top's call-site count
+# pprof: the innermost function's count equals top's count of that function
 "$STACKMAPCTL" export --format pprof -o "$tmp/prof.pb.gz" "$seg" || fail "export pprof failed"
 site=$(awk 'NR == 2 { print $2, $3 }' "$tmp/top-site")
 [ -n "$site" ] || fail "top printed no call site"
@@ -38,6 +44,8 @@ HOME=$tmp go tool pprof -top -sample_index=kmem_cache_alloc "$tmp/prof.pb.gz" \
 	> "$tmp/pprof-top" 2>&1 || fail "go tool pprof failed: $(cat "$tmp/pprof-top")"
 awk -v want="$site" '$6 != "" && ($1 " " $6) == want { found = 1 } END { exit !found }' \
 	"$tmp/pprof-top" || fail "pprof -top lacks '$site': $(head -12 "$tmp/pprof-top")"
+grep -Eq ' (trace_event_raw_event_|__traceiter_|perf_trace_)' "$tmp/pprof-top" &&
+	fail "pprof -top names tracing frames: $(head -12 "$tmp/pprof-top")"
 
 # CSV: sqlite's top 5 stacks of kmem_cache_alloc are top's first five rows
 "$STACKMAPCTL" export --format csv -o "$tmp/csv" "$seg" || fail "export csv failed"
@@ -47,7 +55,7 @@ awk -v want="$site" '$6 != "" && ($1 " " $6) == want { found = 1 } END { exit !f
 	 JOIN stacks s ON s.stack_id = e.stack_id WHERE e.event = 'kmem_cache_alloc'
 	 GROUP BY s.stack_id ORDER BY n DESC, f LIMIT 5") | tr '|' ' ' > "$tmp/sql-top" ||
 	fail "sqlite3 failed"
-"$STACKMAPCTL" top --event kmem_cache_alloc --limit 5 "$seg" |
+"$STACKMAPCTL" top --sort stack --width 0 --event kmem_cache_alloc --limit 5 "$seg" |
 	awk 'NR > 1 { $1 = ""; sub(/^ +/, ""); sub(/  /, " "); print }' > "$tmp/smctl-top"
 [ "$(wc -l < "$tmp/sql-top")" = 5 ] || fail "sqlite3 found fewer than 5 stacks"
 # rows with equal counts may come in another order: compare as sets

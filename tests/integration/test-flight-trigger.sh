@@ -45,7 +45,7 @@ list_segments "$tmp/archive"
 verify_ok "the archive" "${segs[@]}"
 "$STACKMAPCTL" info "${segs[0]}" | grep -q 'saved by the flight trigger sched:sched_process_exec if' ||
 	fail "the first segment does not note its trigger"
-"$STACKMAPCTL" report "${segs[@]}" > "$tmp/report.txt" 2>&1 || fail "report failed"
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$tmp/report.txt" 2>&1 || fail "report failed"
 grep -q 'smtest-before-trigger' "$tmp/report.txt" || fail "the events before the trigger were not kept"
 grep -q 'sched_process_exec:.*smtrigger' "$tmp/report.txt" || fail "the triggering event is not in the archive"
 [ ${#segs[@]} = 1 ] || fail "expected one segment (one trigger), got ${#segs[@]}"

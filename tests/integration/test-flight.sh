@@ -49,7 +49,7 @@ load_bursts 0.1 -j 1 -n 100
 last_marker() { read_count "$tmp/last"; }
 # markers SEGMENT: the marker numbers in a segment, sorted.
 markers() {
-	"$STACKMAPCTL" report --events "$1" > "$tmp/report.txt" 2> "$tmp/report.err" ||
+	"$STACKMAPCTL" report --markers --events "$1" > "$tmp/report.txt" 2> "$tmp/report.err" ||
 		{ cat "$tmp/report.err"; fail "report of '$1' failed"; }
 	sed -n 's/.* smtest-flight \([0-9][0-9]*\)$/\1/p' "$tmp/report.txt" | sort -n
 }

@@ -114,7 +114,7 @@ list_segments "$tmp/archive"
 verify_ok "the archive" "${segs[@]}"
 "$STACKMAPCTL" info --json "${segs[@]}" > "$tmp/info.json" || fail "info failed"
 "$STACKMAPCTL" stacks --json "${segs[@]}" > "$tmp/stacks.json" || fail "stacks failed"
-"$STACKMAPCTL" report "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
 	{ cat "$tmp/report.err"; fail "report failed"; }
 grep -qi unresolved "$tmp/report.err" && { cat "$tmp/report.err"; fail "report: unresolved stacks"; }
 

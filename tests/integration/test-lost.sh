@@ -61,6 +61,6 @@ note "archive: $info lost, $unknown pages with losses of unknown count"
 # dropped event whatever the pages say: exact, also when a page flags a loss
 # it cannot count (that flag alone would let an archive that counts nothing pass).
 [ "$info" = "$KERNEL_LOST" ] || fail "archive says $info lost ($unknown pages with losses of unknown count), the kernel $KERNEL_LOST"
-n=$("$STACKMAPCTL" report "${segs[@]}" 2>/dev/null | count_report_entries)
+n=$("$STACKMAPCTL" report --markers "${segs[@]}" 2>/dev/null | count_report_entries)
 [ "$n" = "$KERNEL_READ" ] || fail "the archive holds $n entries, the kernel says $KERNEL_READ were read"
 exit 0

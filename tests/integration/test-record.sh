@@ -57,7 +57,7 @@ note "${#segs[@]} segments, $(du -cb "${segs[@]}" | tail -1 | cut -f1) bytes"
 
 verify_ok "the archive" "${segs[@]}"
 
-"$STACKMAPCTL" report "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
 	{ cat "$tmp/report.err"; fail "report failed"; }
 
 # Event lines: "COMM-PID [CPU] TS: EVENT: ..."; stack frames are "=> ..." lines.

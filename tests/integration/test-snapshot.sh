@@ -118,7 +118,7 @@ while read -r n seg; do
 		fail "markers 1..$n are not all in the ${#upto[@]} segments up to '$seg'"
 done < "$tmp/snaps"
 note "$(wc -l < "$tmp/snaps") snapshots each hold what was written before them"
-"$STACKMAPCTL" report "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
 	{ cat "$tmp/report.err"; fail "report of the archive failed"; }
 grep -q '^CPU:[0-9]* \[' "$tmp/report.txt" && fail "the report shows lost events"
 n=$(grep -v '^ *=>' "$tmp/report.txt" | grep -Ec '\[[0-9]+\] +[0-9]+\.[0-9]+:')

@@ -51,11 +51,11 @@ load_bursts 0.2 -j 1 -n 300
 # (the load's among them; it has no task names yet: those, too, come when
 # it is finished)
 has_load_stack() {
-	"$STACKMAPCTL" top --since -60s "$tmp/archive" 2>/dev/null | grep -q '^ .*%.*<-'
+	"$STACKMAPCTL" top --sort stack --since -60s "$tmp/archive" 2>/dev/null | grep -q '^ .*%.*<-'
 }
 wait_until 30 has_load_stack || fail "no stack of the load recorded: $(tail "$tmp/daemon.log")"
 
-"$STACKMAPCTL" top --follow --window 60 --iterations 3 --limit 5 "$tmp/archive" > "$tmp/top.txt" 2> "$tmp/top.err" ||
+"$STACKMAPCTL" top --sort stack --follow --window 60 --iterations 3 --limit 5 "$tmp/archive" > "$tmp/top.txt" 2> "$tmp/top.err" ||
 	fail "top --follow failed: $(cat "$tmp/top.err")"
 list_segments "$tmp/archive"
 [ ${#segs[@]} = 0 ] && [ ${#parts[@]} = 1 ] ||

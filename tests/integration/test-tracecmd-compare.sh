@@ -87,7 +87,7 @@ compare() {
 	local segs parts
 	list_segments "$dir/archive"
 	[ ${#segs[@]} -ge 1 ] || fail "$mode: no segment written"
-	"$STACKMAPCTL" report "${segs[@]}" > "$dir/sm.txt" 2> "$dir/sm.err" ||
+	"$STACKMAPCTL" report --markers "${segs[@]}" > "$dir/sm.txt" 2> "$dir/sm.err" ||
 		{ cat "$dir/sm.err"; fail "$mode: stackmapctl report failed"; }
 	# events with the kernel's print formats (-N), stacks with symbols (plugins)
 	trace-cmd report -N -i "$dir/trace.dat" > "$dir/tc-events.txt" 2> "$dir/tc.err" &&

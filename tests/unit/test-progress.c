@@ -50,6 +50,31 @@ static void test_terminal(void)
 	close(master);
 }
 
+/* With a delay, a run that ends before it draws nothing on the terminal. */
+static void test_delay(void)
+{
+	struct progress p;
+	char out[4096];
+	int master = posix_openpt(O_RDWR | O_NOCTTY), slave;
+
+	CHECK(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0);
+	slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+	CHECK(slave >= 0);
+	progress_init(&p, slave, "top", 10);
+	p.delay_usec = 60 * USEC_PER_SEC;
+	for (uint64_t i = 0; i <= 10; i++)
+		progress_update(&p, i);
+	progress_done(&p);
+	CHECK_MSG(drain(master, out, sizeof(out)) == 0, "%s", out);
+	p.delay_usec = 0;
+	progress_update(&p, 5);
+	progress_done(&p);
+	drain(master, out, sizeof(out));
+	CHECK_MSG(strstr(out, "\rtop [###############...............]  50%"), "%s", out);
+	close(slave);
+	close(master);
+}
+
 static void test_pipe(void)
 {
 	struct progress p;
@@ -70,6 +95,7 @@ static void test_pipe(void)
 int main(void)
 {
 	test_terminal();
+	test_delay();
 	test_pipe();
 	return tests_done("test-progress");
 }

@@ -38,7 +38,7 @@ guest_daemon_ok "$W" '' "$W/stackmapd.log"
 
 segs=("$W"/archive/*.smseg)
 [ -e "${segs[0]}" ] || fail "no segments"
-"$STACKMAPCTL" report "${segs[@]}" > "$W/report" || fail "stackmapctl report failed"
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$W/report" || fail "stackmapctl report failed"
 "$STACKMAPCTL" stacks "${segs[@]}" | grep '^generation [0-9]* (previous' | sort -u
 out=$(python3 "$top_srcdir/tests/vm/check-report.py" "$W/report" --kallsyms "$W/kallsyms" \
 	--first-frame trace_event_raw_event_kmem_cache_alloc) || fail "check-report failed"

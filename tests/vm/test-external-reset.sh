@@ -31,8 +31,8 @@ note "resets made behind its back: ${made:-0}; detected: $seen; generations begu
 
 segs=("$W"/arch-external/*.smseg)
 [ -e "${segs[0]}" ] || fail "no segments"
-"$STACKMAPCTL" report "$W"/arch-oracle/*.smseg > "$W/oracle.report" || fail "oracle report failed"
-"$STACKMAPCTL" report "${segs[@]}" > "$W/external.report" || fail "report failed"
+"$STACKMAPCTL" report --markers "$W"/arch-oracle/*.smseg > "$W/oracle.report" || fail "oracle report failed"
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$W/external.report" || fail "report failed"
 python3 "$top_srcdir/tests/vm/compare-oracle.py" --archive "$W/external.report" \
 	--oracle "$W/oracle.report" --kallsyms "$W/kallsyms" --label external \
 	--min-events 10000 --max-unresolved 0.02 || fail "stacks resolved wrongly (or too few events compared)"

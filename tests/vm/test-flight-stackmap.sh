@@ -35,7 +35,7 @@ grep -q 'flight mode' "$W/reset.out" || fail "the reset was refused without the 
 grep -q '^snapshot exit status 0' "$W/vm.log" || fail "snapshot failed: $(cat "$W/snapshot.out")"
 segs=("$W"/archive/*.smseg)
 [ -e "${segs[0]}" ] || fail "no segment saved"
-"$STACKMAPCTL" report "${segs[@]}" > "$W/report" || fail "stackmapctl report failed"
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$W/report" || fail "stackmapctl report failed"
 n=$(grep -c 'smload.*kmem_cache_alloc' "$W/report")
 unres=$(grep -c '<unresolved' "$W/report")
 echo "snapshot: $n events of the load, $unres unresolved stacks"

@@ -35,12 +35,12 @@ guest_daemon_ok "$W" strict "$W/strict.log"
 
 status=0
 t0=$(now_s)
-"$STACKMAPCTL" report "$W"/arch-oracle/*.smseg > "$W/oracle.report" ||
+"$STACKMAPCTL" report --markers "$W"/arch-oracle/*.smseg > "$W/oracle.report" ||
 	fail "stackmapctl report failed on the oracle's archive"
 for mode in lossless strict; do
 	segs=("$W/arch-$mode"/*.smseg)
 	[ -e "${segs[0]}" ] || fail "$mode: no segments"
-	"$STACKMAPCTL" report "${segs[@]}" > "$W/$mode.report" || fail "$mode: stackmapctl report failed"
+	"$STACKMAPCTL" report --markers "${segs[@]}" > "$W/$mode.report" || fail "$mode: stackmapctl report failed"
 	resets=$(grep -ac 'stack map generation [0-9]* begins' "$W/$mode.log")
 	grep -aq 'ignored a trace marker that looks like ours' "$W/$mode.log" ||
 		{ echo "$mode: FAIL: the forged markers were not seen and ignored"; status=1; }

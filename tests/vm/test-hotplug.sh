@@ -35,10 +35,10 @@ grep -q 'CPU 1 came online: recording it' "$W/stackmapd.log" ||
 	{ cat "$W/stackmapd.log"; fail "CPU 1 was not picked up when it came online"; }
 grep -q '"cpus_added": *1' "$W/status.json" || fail "status does not count the CPU added: $(cat "$W/status.json")"
 segs=("$W"/archive/*.smseg)
-"$STACKMAPCTL" report "${segs[@]}" > "$W/report" || fail "stackmapctl report failed"
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$W/report" || fail "stackmapctl report failed"
 n1=$(grep -c 'smload.*\[001\].*kmem_cache_alloc' "$W/report")
 last=${segs[${#segs[@]} - 1]}
-nlast=$("$STACKMAPCTL" report "$last" | grep -c 'smload.*\[001\].*kmem_cache_alloc')
+nlast=$("$STACKMAPCTL" report --markers "$last" | grep -c 'smload.*\[001\].*kmem_cache_alloc')
 echo "CPU 1: $n1 events of the load, $nlast in the last segment"
 [ "$n1" -ge 100 ] || fail "CPU 1 was not recorded after it came online ($n1 events)"
 [ "$nlast" -ge 1 ] || fail "CPU 1 was not recorded after going offline and back"

@@ -36,14 +36,14 @@ guest_daemon_ok "$W" '' "$W/stackmapd.log"
 segs=("$W"/archive/*.smseg)
 n=${#segs[@]}
 [ "$n" -ge 4 ] || fail "only $n segments, want at least 4"
-"$STACKMAPCTL" report "${segs[@]}" > "$W/all.report" || fail "stackmapctl report failed"
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$W/all.report" || fail "stackmapctl report failed"
 mid=${segs[$((n / 2))]}
 mkdir "$W/one"
 mv "$mid" "$W/one/"
 rm -f "$W"/archive/*.smseg
 one=("$W"/one/*.smseg)
 echo "kept $(basename "${one[0]}") of $n segments"
-"$STACKMAPCTL" report "${one[@]}" > "$W/one.report" || fail "stackmapctl report failed on the kept segment"
+"$STACKMAPCTL" report --markers "${one[@]}" > "$W/one.report" || fail "stackmapctl report failed on the kept segment"
 out=$(python3 "$top_srcdir/tests/vm/check-report.py" "$W/one.report" --kallsyms "$W/kallsyms" \
 	--first-frame 'trace_event_raw_event_(kmem_cache_alloc|kmalloc)' --subset-of "$W/all.report")
 rc=$?

@@ -25,8 +25,8 @@ guest_daemon_ok "$W" lossless "$W/lossless.log"
 
 segs=("$W"/arch-lossless/*.smseg)
 [ -e "${segs[0]}" ] || fail "no segments"
-"$STACKMAPCTL" report "${segs[@]}" > "$W/lossless.report" || fail "stackmapctl report failed"
-"$STACKMAPCTL" report "$W"/arch-oracle/*.smseg > "$W/oracle.report" ||
+"$STACKMAPCTL" report --markers "${segs[@]}" > "$W/lossless.report" || fail "stackmapctl report failed"
+"$STACKMAPCTL" report --markers "$W"/arch-oracle/*.smseg > "$W/oracle.report" ||
 	fail "stackmapctl report failed on the oracle's archive"
 texts=$("$STACKMAPCTL" stacks "${segs[@]}" | grep -cE '^  \[0\] [^ ]+\+0x[0-9a-f]+/0x[0-9a-f]+$') || true
 resets=$(grep -c 'stack map generation [0-9]* begins' "$W/lossless.log")

@@ -37,7 +37,7 @@ for boot in 1 2; do
 done
 export TZ=UTC
 
-"$STACKMAPCTL" report --wall --events "$W/archive" > "$W/all.report" || fail "report of the archive failed"
+"$STACKMAPCTL" report --markers --wall --events "$W/archive" > "$W/all.report" || fail "report of the archive failed"
 mapfile -t boots < <(sed -n 's/^# host .* boot \([^ ]*\) recording .*/\1/p' "$W/all.report")
 [ ${#boots[@]} = 2 ] || fail "want 2 labelled recordings, got ${#boots[@]}: $(grep '^#' "$W/all.report")"
 [ "${boots[0]}" != "${boots[1]}" ] || fail "both recordings carry boot id ${boots[0]}"
@@ -62,14 +62,14 @@ t = datetime.datetime.strptime(sys.argv[1], "%Y-%m-%d %H:%M:%S.%f")
 print((t + datetime.timedelta(seconds=float(sys.argv[2]))).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))' "$1" "$2"
 }
 # a window over the end of the first boot and the start of the second
-"$STACKMAPCTL" report --wall --events --since "$(iso "$last1" -0.5)" \
+"$STACKMAPCTL" report --markers --wall --events --since "$(iso "$last1" -0.5)" \
 	--until "$(iso "$first2" 0.5)" "$W/archive" > "$W/both.report" ||
 	fail "report of the window over both boots failed"
 n1=$(dates "$W/both.report" 1 | wc -l)
 n2=$(dates "$W/both.report" 2 | wc -l)
 [ "$n1" -ge 1 ] && [ "$n2" -ge 1 ] || fail "the window holds $n1 events of boot 1 and $n2 of boot 2"
 # a window after the first boot: only the second one's events
-"$STACKMAPCTL" report --wall --events --since "$(iso "$first2" -0.001)" "$W/archive" \
+"$STACKMAPCTL" report --markers --wall --events --since "$(iso "$first2" -0.001)" "$W/archive" \
 	> "$W/second.report" || fail "report of the second boot's window failed"
 total2=$(dates "$W/all.report" 2 | wc -l)
 got=$(grep -c ' kmem_cache_alloc: ' "$W/second.report")
