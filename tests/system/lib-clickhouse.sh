@@ -3,7 +3,10 @@
 # only, on free ports, with its configuration, data and logs in a
 # directory of its own, stopped at exit (also on failure). All servers
 # started by one script form the cluster `stackmapd` of
-# clickhouse/schema.sql, one shard each.
+# clickhouse/schema.sql, one shard each. (Debian's own
+# /etc/clickhouse-server/config.xml listens on ::1 and 127.0.0.1 at the
+# fixed ports 8123, 9000 and 9009 with its data in /var/lib/clickhouse, and
+# its users.xml lets the default user in from anywhere: neither is used.)
 # Source it after tests/lib.sh:  . "$top_srcdir/tests/system/lib-clickhouse.sh"
 
 need_clickhouse() {
