@@ -141,10 +141,12 @@ static int origin_of(struct source *src, const struct decoded_event *ev, size_t 
 	struct origin *a, *o;
 	const char *seq;
 
-	if (src->nr_origins && src->origins[src->nr_origins - 1].o.serial == serial) {
-		*ret = src->nr_origins - 1;
-		return 0;
-	}
+	/* events of two consecutive segments interleave where they meet */
+	for (size_t i = src->nr_origins; i > 0 && i + 2 > src->nr_origins; i--)
+		if (src->origins[i - 1].o.serial == serial) {
+			*ret = i - 1;
+			return 0;
+		}
 	a = reallocarray(src->origins, src->nr_origins + 1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
