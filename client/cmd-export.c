@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * stackmapctl export: segments to formats other tools read. pprof (one
- * gzipped profile, lib/export/pprof.h) and CSV (a directory with events.csv and
- * stacks.csv, lib/export/csvexport.h), from client/sample-source.h, and
+ * stackmapctl export: segments to formats other tools read. pprof (gzipped
+ * profiles, client/export-pprof.h), ClickHouse rows (lib/export/chexport.h)
+ * and CSV (a directory with events.csv and stacks.csv,
+ * lib/export/csvexport.h), from client/sample-source.h, and
  * trace-cmd's trace.dat (lib/export/tracedat.h) from the decoded events
  * themselves, with each segment's formats, symbols and tasks. Files are
  * written under a temporary name and renamed when complete. Exit status
@@ -15,67 +16,29 @@
 #include <event-parse.h>
 
 #include "cmd-common.h"
+#include "chexport.h"
 #include "commands-export.h"
 #include "csvexport.h"
 #include "decode.h"
+#include "export-pprof.h"
 #include "log.h"
-#include "pprof.h"
 #include "sample-source.h"
 #include "selection.h"
 #include "strmap.h"
 #include "tracedat.h"
 
 static const char export_usage[] =
-	"Usage: stackmapctl export --format pprof|csv|trace.dat -o OUTPUT [OPTIONS]\n"
+	"Usage: stackmapctl export --format pprof|csv|trace.dat|clickhouse -o OUTPUT [OPTIONS]\n"
 	"                          [SEGMENT|DIRECTORY...]\n"
 	"  pprof: OUTPUT is a gzipped profile; csv: OUTPUT is a directory that gets\n"
-	"  events.csv and stacks.csv; trace.dat: a trace-cmd data file, every frame as\n"
-	"  the kernel wrote it\n" SAMPLE_SOURCE_USAGE SELECTION_USAGE;
-
-struct pprof_ctx {
-	struct pprof *p;
-	uint64_t first, last;
-};
-
-static int pprof_sample(const struct sample *s, void *userdata)
-{
-	struct pprof_ctx *ctx = userdata;
-
-	if (!ctx->first || s->ts < ctx->first)
-		ctx->first = s->ts;
-	ctx->last = MAX(ctx->last, s->ts);
-	return pprof_add(ctx->p, s);
-}
-
-static int export_pprof(struct selection *sel, const struct sample_source_options *so,
-			const char *out)
-{
-	struct pprof_ctx ctx = { .p = pprof_new() };
-	struct cmd_output o;
-	int r, ret;
-
-	if (!ctx.p) {
-		pprof_free(ctx.p);
-		log_errno(LOG_ERR, -ENOMEM, "cannot export");
-		return 1;
-	}
-	ret = sample_source_run(sel, so, pprof_sample, &ctx);
-	if (ret < 0 || ret == 2) {	/* 2: the filters named what is not there */
-		pprof_free(ctx.p);
-		return ret < 0 ? 1 : ret;
-	}
-	/* the trace clock is not wall-clock time: only the duration is known */
-	pprof_set_time(ctx.p, 0, ctx.last - ctx.first);
-	r = cmd_output_open(&o, out);
-	if (r >= 0)
-		r = cmd_output_finish(&o, pprof_write(ctx.p, o.fd));
-	pprof_free(ctx.p);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot write '%s'", out);
-		return 1;
-	}
-	return ret;
-}
+	"  events.csv and stacks.csv; trace.dat: a trace-cmd data file; clickhouse: a\n"
+	"  directory that gets events.tsv, stacks.tsv, losses.tsv and loads.tsv, the\n"
+	"  rows of clickhouse/schema.sql (whole segments, no filters)\n"
+	"  --slice LENGTH  pprof: one profile per slice of wall-clock time (60s, 5min, 1h),\n"
+	"                  host, kernel and event; OUTPUT is a directory\n"
+	"  --pid-cpu-labels  pprof: label each sample with its pid and CPU\n"
+	"  --load-id N     clickhouse: the load id of every row (default: the time in ns)\n"
+	SAMPLE_SOURCE_USAGE SELECTION_USAGE;
 
 static int csv_sample(const struct sample *s, void *userdata)
 {
@@ -113,6 +76,78 @@ static int export_csv(struct selection *sel, const struct sample_source_options 
 	if (ret < 0)
 		return 1;
 	r = csv_export_finish(c, fs);
+	if (r < 0) {
+		(void)log_errno(LOG_ERR, r, "cannot write into '%s'", dir);
+		return 1;
+	}
+	return ret;
+}
+
+/* ---- ClickHouse ---- */
+
+static int ch_sample(const struct sample *s, void *userdata)
+{
+	return ch_export_add(userdata, s);
+}
+
+static FILE *open_in(const char *dir, const char *name)
+{
+	_cleanup_free_ char *path = NULL;
+
+	if (strprintf(&path, "%s/%s", dir, name) < 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return fopen(path, "we");
+}
+
+/*
+ * The rows of the segments for the tables of clickhouse/schema.sql,
+ * tagged with load_id (lib/export/chexport.h). Every event, stack entries
+ * whose event was lost included, so that the rows add up to what the
+ * segments hold.
+ */
+static int export_clickhouse(struct selection *sel, struct sample_source_options *so,
+			     const char *dir, uint64_t load_id)
+{
+	_cleanup_fclose_ FILE *fe = NULL, *fs = NULL, *fl = NULL, *fd = NULL;
+	_cleanup_(ch_export_freep) struct ch_export *c = NULL;
+	int r, ret;
+
+	if (selection_filtering(sel)) {
+		log_err("--format clickhouse exports whole segments: no filter options");
+		return 2;
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		(void)log_errno(LOG_ERR, -errno, "cannot create '%s'", dir);
+		return 1;
+	}
+	fe = open_in(dir, "events.tsv");
+	fs = fe ? open_in(dir, "stacks.tsv") : NULL;
+	fl = fs ? open_in(dir, "losses.tsv") : NULL;
+	fd = fl ? open_in(dir, "loads.tsv") : NULL;
+	if (!fd) {
+		(void)log_errno(LOG_ERR, -errno, "cannot write into '%s'", dir);
+		return 1;
+	}
+	r = ch_export_new(&(struct ch_files){ fe, fs, fl, fd }, load_id, now_nsec(CLOCK_REALTIME),
+			  &c);
+	for (size_t i = 0; r >= 0 && i < sel->nr_paths; i++) {
+		r = ch_export_add_segment(c, sel->paths[i]);
+		if (r < 0 && r != -ENOMEM) {
+			log_errno(LOG_ERR, r, "'%s': cannot read it as a segment", sel->paths[i]);
+			return 1;
+		}
+	}
+	if (r < 0) {
+		(void)log_errno(LOG_ERR, r, "cannot export");
+		return 1;
+	}
+	so->orphan_stacks = true;
+	ret = sample_source_run(sel, so, ch_sample, c);
+	if (ret < 0)
+		return 1;
+	r = ch_export_finish(c);
 	if (r < 0) {
 		(void)log_errno(LOG_ERR, r, "cannot write into '%s'", dir);
 		return 1;
@@ -350,6 +385,9 @@ int cmd_export(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "load-id", required_argument, NULL, 'L' },
+		{ "slice", required_argument, NULL, 'S' },
+		{ "pid-cpu-labels", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		SAMPLE_SOURCE_OPTIONS,
 		SELECTION_OPTIONS,
@@ -358,6 +396,9 @@ int cmd_export(int argc, char **argv)
 	_cleanup_(selection_done) struct selection sel;
 	struct sample_source_options so = { .progress_label = "export" };
 	const char *format = NULL, *out = NULL;
+	struct export_pprof_options po = {};
+	uint64_t load_id = 0;
+	char *end;
 	int c, r;
 
 	selection_init(&sel);
@@ -373,6 +414,23 @@ int cmd_export(int argc, char **argv)
 		case SAMPLE_SOURCE_OPT_RAW_STACKS:
 			so.raw_stacks = true;
 			break;
+		case 'L':
+			errno = 0;
+			load_id = strtoull(optarg, &end, 10);
+			if (errno || *end || !*optarg || *optarg == '-' || !load_id) {
+				log_err("bad load id '%s' (a number from 1)", optarg);
+				return 2;
+			}
+			break;
+		case 'S':
+			if (export_pprof_parse_slice(optarg, &po.slice_ns) < 0) {
+				log_err("bad slice length '%s' (60s, 5min, 1h)", optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			po.pid_cpu_labels = true;
+			break;
 		case 'h':
 			printf("%s", export_usage);
 			return 0;
@@ -387,16 +445,27 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "%s", export_usage);
 		return 2;
 	}
-	if (!streq(format, "pprof") && !streq(format, "csv") && !streq(format, "trace.dat")) {
-		log_err("unknown format '%s' (pprof, csv, trace.dat)", format);
+	if (!streq(format, "pprof") && !streq(format, "csv") && !streq(format, "trace.dat") &&
+	    !streq(format, "clickhouse")) {
+		log_err("unknown format '%s' (pprof, csv, trace.dat, clickhouse)", format);
+		return 2;
+	}
+	if (load_id && !streq(format, "clickhouse")) {
+		log_err("--load-id goes with --format clickhouse");
+		return 2;
+	}
+	if ((po.slice_ns || po.pid_cpu_labels) && !streq(format, "pprof")) {
+		log_err("--slice and --pid-cpu-labels go with --format pprof");
 		return 2;
 	}
 	r = selection_resolve(&sel, argc - optind, argv + optind);
 	if (r < 0)
 		return selection_resolve_status(r);
 	if (streq(format, "pprof"))
-		return export_pprof(&sel, &so, out);
+		return export_pprof(&sel, &so, &po, out);
 	if (streq(format, "csv"))
 		return export_csv(&sel, &so, out);
+	if (streq(format, "clickhouse"))
+		return export_clickhouse(&sel, &so, out, load_id ?: now_nsec(CLOCK_REALTIME));
 	return export_tracedat(&sel, &so, out);
 }

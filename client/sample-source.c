@@ -3,7 +3,8 @@
  * Decoded events to samples (sample-source.h). The kernel writes a stack
  * right after its event on the same CPU, so each CPU keeps its last event
  * pending (copied: the decoder's pointers last one step) until the next
- * event of that CPU shows whether a stack belongs to it.
+ * event of that CPU shows whether a stack belongs to it. Each segment's
+ * META is copied once into an origin that its samples point to.
  */
 #include <errno.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "sample-source.h"
 #include "selection.h"
 #include "util.h"
+#include "wallclock.h"
 
 #define MAX_FRAMES 512
 #define SYM_CACHE_BITS 12
@@ -27,8 +29,15 @@ struct sym_slot {
 	const char *sym;
 };
 
+/* A segment's META as samples see it; the strings are owned. */
+struct origin {
+	struct sample_origin o;
+	char *path, *host, *boot_id, *recording_id, *kernel;
+};
+
 struct pending {
 	bool set;
+	size_t origin;			/* index in source.origins */
 	const struct tep_event *event;	/* to match the stack's owner; not dereferenced */
 	char name[64], system[64], comm[32], call_site[128];
 	struct sample s;
@@ -52,6 +61,9 @@ struct source {
 	char text[MAX_FRAMES][128];	/* symbol names of TEXT stack entries */
 	struct sym_slot *syms;		/* 1 << SYM_CACHE_BITS, direct-mapped */
 	struct call_site_slot call_sites[CALL_SITE_SLOTS];
+	struct selection *sel;		/* borrowed: wall-clock times of segments without pairs */
+	struct origin *origins;		/* one per segment read */
+	size_t nr_origins;
 };
 
 /* Hand the pending event of a CPU on, with frames[0..nr) as its stack. */
@@ -66,10 +78,12 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 	/* the pending array may have moved since the event was kept */
 	p->s.event = p->name;
 	p->s.comm = p->comm;
+	p->s.system = p->system;
 	p->s.call_site = p->call_site[0] ? p->call_site : NULL;
 	skip = src->o->raw_stacks ? 0 : sample_machinery_frames(src->frames, nr, p->name);
 	p->s.nr_frames = nr - skip;
 	p->s.frames = nr ? src->frames + skip : NULL;
+	p->s.origin = src->nr_origins ? &src->origins[p->origin].o : NULL;
 	r = src->fn(&p->s, src->userdata);
 	return r < 0 ? r : 0;
 }
@@ -150,40 +164,116 @@ static void copy_str(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
+static char *meta_dup(const struct decoded_event *ev, const char *key)
+{
+	return strdup(decoder_segment_meta(ev->seg, key) ?: "");
+}
+
+/* The index of the origin of ev's segment, made when the segment's first event comes. */
+static int origin_of(struct source *src, const struct decoded_event *ev, size_t *ret)
+{
+	uint64_t serial = decoder_segment_serial(ev->seg);
+	struct origin *a, *o;
+	const char *seq;
+
+	/* events of two consecutive segments interleave where they meet */
+	for (size_t i = src->nr_origins; i > 0 && i + 2 > src->nr_origins; i--)
+		if (src->origins[i - 1].o.serial == serial) {
+			*ret = i - 1;
+			return 0;
+		}
+	a = reallocarray(src->origins, src->nr_origins + 1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	src->origins = a;
+	o = &a[src->nr_origins];
+	*o = (struct origin){
+		.path = strdup(ev->segment),
+		.host = meta_dup(ev, "hostname"),
+		.boot_id = meta_dup(ev, "boot_id"),
+		.recording_id = meta_dup(ev, "recording_id"),
+		.kernel = meta_dup(ev, "kernel_release"),
+	};
+	src->nr_origins++;
+	if (!o->path || !o->host || !o->boot_id || !o->recording_id || !o->kernel)
+		return -ENOMEM;
+	seq = decoder_segment_meta(ev->seg, "segment_seq");
+	o->o = (struct sample_origin){ .path = o->path, .host = o->host, .boot_id = o->boot_id,
+				       .recording_id = o->recording_id, .kernel = o->kernel,
+				       .segment_seq = seq ? strtoull(seq, NULL, 10) : 0,
+				       .serial = serial };
+	*ret = src->nr_origins - 1;
+	return 0;
+}
+
+/*
+ * CLOCK_REALTIME of ev, as the decoder places it in a wall-clock window:
+ * through its segment's own pairs, else those of the recording's others.
+ */
+static uint64_t wall_of(struct source *src, const struct decoded_event *ev)
+{
+	size_t n;
+	const struct wallclock_pair *pairs = decoder_segment_clocks(ev->seg, &n);
+	uint64_t wall = 0;
+
+	if (n)
+		return wallclock_to_realtime(pairs, n, ev->ts);
+	return selection_wall(src->sel, ev, &wall) ? wall : 0;
+}
+
+/* Make ev the pending sample of its CPU. */
+static void keep(struct source *src, struct pending *p, const struct decoded_event *ev,
+		 size_t origin, int pid)
+{
+	p->set = true;
+	p->event = NULL;
+	p->origin = origin;
+	p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
+				.scope = decoder_segment_serial(ev->seg), .wall_ns = wall_of(src, ev),
+				.lost_before = ev->lost_before };
+}
+
 static int on_event(struct source *src, const struct decoded_event *ev)
 {
 	struct pending *p;
-	int pid;
+	size_t origin;
+	int pid, r;
 
 	if (GREEDY_REALLOC0(src->cpus, src->nr_cpus, (size_t)ev->cpu + 1) < 0)
 		return -ENOMEM;
 	p = &src->cpus[ev->cpu];
+	r = origin_of(src, ev, &origin);
+	if (r < 0)
+		return r;
 	if (ev->is_stack) {
-		if (p->set && ev->owner && ev->owner == p->event && streq(ev->owner->name, p->name))
+		if (p->set && ev->owner && ev->owner == p->event && streq(ev->owner->name, p->name)) {
+			p->s.stack_entry = ev->kind != DECODED_STACK_MISSING;
 			return flush(src, p, stack_frames(src, ev));
-		if (!src->o->orphan_stacks)
+		}
+		if (!src->o->orphan_stacks || ev->kind == DECODED_STACK_MISSING)
 			return 0;	/* a stack whose event was not seen (lost) */
+		/* as folded counts it: under its owner's event, or one of unknown name */
 		if (flush(src, p, 0) < 0)
 			return -ECANCELED;
 		pid = tep_data_pid(ev->tep, ev->record);
-		p->set = true;
+		keep(src, p, ev, origin, pid);
 		copy_str(p->name, sizeof(p->name), ev->owner ? ev->owner->name : "[unknown]");
+		copy_str(p->system, sizeof(p->system), ev->owner ? ev->owner->system : "");
 		copy_str(p->comm, sizeof(p->comm), tep_data_comm_from_pid(ev->tep, pid));
 		p->call_site[0] = '\0';
-		p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
-					.scope = decoder_segment_serial(ev->seg) };
+		p->s.stack_entry = true;
+		p->s.no_event = true;
 		return flush(src, p, stack_frames(src, ev));
 	}
 	if (flush(src, p, 0) < 0)
 		return -ECANCELED;
 	pid = tep_data_pid(ev->tep, ev->record);
-	p->set = true;
+	keep(src, p, ev, origin, pid);
 	p->event = ev->event;
 	copy_str(p->name, sizeof(p->name), ev->event ? ev->event->name : "[unknown]");
 	copy_str(p->system, sizeof(p->system), ev->event ? ev->event->system : "");
 	copy_str(p->comm, sizeof(p->comm), tep_data_comm_from_pid(ev->tep, pid));
-	p->s = (struct sample){ .ts = ev->ts, .cpu = ev->cpu, .pid = pid,
-				.scope = decoder_segment_serial(ev->seg) };
+	p->call_site[0] = '\0';
 	if (src->o->call_sites)
 		take_call_site(src, p, ev);
 	return 0;
@@ -209,7 +299,7 @@ static void source_progress(size_t done, void *userdata)
 int sample_source_run(struct selection *sel, const struct sample_source_options *o,
 		      int (*fn)(const struct sample *s, void *userdata), void *userdata)
 {
-	struct source src = { .o = o, .fn = fn, .userdata = userdata };
+	struct source src = { .o = o, .fn = fn, .userdata = userdata, .sel = sel };
 	struct progress bar;
 	int r;
 
@@ -230,6 +320,14 @@ int sample_source_run(struct selection *sel, const struct sample_source_options 
 		if (flush(&src, &src.cpus[i], 0) < 0)
 			r = 1;
 	progress_done(&bar);
+	for (size_t i = 0; i < src.nr_origins; i++) {
+		free(src.origins[i].path);
+		free(src.origins[i].host);
+		free(src.origins[i].boot_id);
+		free(src.origins[i].recording_id);
+		free(src.origins[i].kernel);
+	}
+	free(src.origins);
 	free(src.cpus);
 	free(src.syms);
 	return r;

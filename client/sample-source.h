@@ -17,8 +17,12 @@ struct sample_source_options {
 	const char *progress_label;	/* draw a progress bar on a terminal stderr, NULL: none */
 	bool raw_stacks;		/* keep the tracing machinery's frames (sample.h) */
 	bool call_sites;		/* fill sample.call_site from the event's field */
-	bool orphan_stacks;		/* a stack whose event was not read (lost) is a sample of
-					 * its owner's type, or "[unknown]"; false: left out */
+	/*
+	 * A stack entry whose event was not seen (lost, or before the data)
+	 * becomes a sample of its own, of its owner's event type or
+	 * "[unknown]" (as `folded` counts it), instead of being left out.
+	 */
+	bool orphan_stacks;
 };
 
 /* getopt_long entry and usage line of --raw-stacks, for the commands built on this */
@@ -29,6 +33,10 @@ struct sample_source_options {
 	"                  __traceiter_*, ...) at the top of each stack\n"
 
 /*
+ * Samples carry their wall-clock time (through their segment's CLOCK
+ * pairs, or the pairs of the other segments of the recording), their
+ * origin (the segment's META) and the events lost before them.
+ *
  * Decode what sel selects (client/selection.h, resolved) and call fn for
  * every event that passes its filters as a sample (borrowed for the
  * call). Damaged segments are logged and

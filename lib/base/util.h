@@ -152,6 +152,14 @@ static inline uint64_t now_usec(clockid_t clock)
 	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / NSEC_PER_USEC;
 }
 
+static inline uint64_t now_nsec(clockid_t clock)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC * NSEC_PER_USEC + (uint64_t)ts.tv_nsec;
+}
+
 static inline bool streq(const char *a, const char *b)
 {
 	return strcmp(a, b) == 0;

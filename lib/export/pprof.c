@@ -28,6 +28,9 @@ struct pprof {
 	struct strmap *functions;	/* function names */
 	struct strmap *samples;		/* struct sample_key + location indexes; counter = count */
 	uint64_t start_ns, duration_ns;
+	bool no_pid_cpu;		/* samples without pid and cpu labels */
+	int64_t *comments;		/* string indexes */
+	size_t nr_comments;
 };
 
 struct sample_key {
@@ -48,6 +51,7 @@ struct pprof *pprof_free(struct pprof *p)
 	strmap_free(p->functions);
 	strmap_free(p->samples);
 	free(p->loc_function);
+	free(p->comments);
 	free(p);
 	return NULL;
 }
@@ -114,10 +118,12 @@ static int location(struct pprof *p, const struct sample_frame *f, uint32_t *ret
 	return 0;
 }
 
-int pprof_add(struct pprof *p, const struct sample *s)
+/* Count s n times (the event's total too). */
+static int add_sample(struct pprof *p, const struct sample *s, uint64_t n)
 {
 	_cleanup_(buf_done) struct buf key = {};
-	struct sample_key k = { .pid = s->pid, .cpu = s->cpu, .nr = (uint32_t)s->nr_frames };
+	struct sample_key k = { .pid = p->no_pid_cpu ? 0 : s->pid, .cpu = p->no_pid_cpu ? 0 : s->cpu,
+				.nr = (uint32_t)s->nr_frames };
 	size_t idx;
 	int r;
 
@@ -127,7 +133,7 @@ int pprof_add(struct pprof *p, const struct sample *s)
 	if (r < 0)
 		return r;
 	k.event = (uint32_t)idx;
-	(*strmap_counter(p->events, idx))++;
+	*strmap_counter(p->events, idx) += n;
 	r = string(p, s->comm ?: "<...>", &k.comm);
 	if (r < 0)
 		return r;
@@ -144,8 +150,13 @@ int pprof_add(struct pprof *p, const struct sample *s)
 	r = strmap_intern(p->samples, (const char *)key.data, key.len, &idx);
 	if (r < 0)
 		return r;
-	(*strmap_counter(p->samples, idx))++;
+	*strmap_counter(p->samples, idx) += n;
 	return 0;
+}
+
+int pprof_add(struct pprof *p, const struct sample *s)
+{
+	return add_sample(p, s, 1);
 }
 
 /* Everything pprof_write() allocates for the message, freed at once. */
@@ -319,7 +330,7 @@ static int build_samples(struct pprof *p, struct message *m)
 		l[2].key = key_cpu;
 		l[2].num = k.cpu;
 		s->label = &m->labelp[i * 3];
-		s->n_label = 3;
+		s->n_label = p->no_pid_cpu ? 1 : 3;
 		m->samplep[i] = s;
 	}
 	m->prof.n_sample = ns;
@@ -370,6 +381,8 @@ int pprof_write(struct pprof *p, int fd)
 		return r;
 	m.prof.time_nanos = (int64_t)p->start_ns;
 	m.prof.duration_nanos = (int64_t)p->duration_ns;
+	m.prof.comment = p->comments;
+	m.prof.n_comment = p->nr_comments;
 
 	n = strmap_size(p->strings);
 	m.strings = calloc(n, sizeof(*m.strings));
@@ -388,4 +401,46 @@ int pprof_write(struct pprof *p, int fd)
 	if (r < 0)
 		return r;
 	return write_all(fd, gz.data, gz.len);
+}
+
+/* ---- profile comments, sample labels, lost events ---- */
+
+void pprof_set_pid_cpu_labels(struct pprof *p, bool on)
+{
+	p->no_pid_cpu = !on;
+}
+
+int pprof_add_comment(struct pprof *p, const char *text)
+{
+	int64_t *a = reallocarray(p->comments, p->nr_comments + 1, sizeof(*a));
+	uint32_t idx;
+	int r;
+
+	if (!a)
+		return -ENOMEM;
+	p->comments = a;
+	r = string(p, text, &idx);
+	if (r < 0)
+		return r;
+	a[p->nr_comments++] = idx;
+	return 0;
+}
+
+int pprof_add_lost(struct pprof *p, uint64_t count, unsigned int cpu)
+{
+	static const struct sample_frame lost = { PPROF_LOST_ADDR, "[lost events]" };
+	size_t n = strmap_size(p->events);
+
+	for (size_t i = 0; i < n; i++) {
+		struct sample s = { .event = strmap_get(p->events, i, NULL), .cpu = cpu,
+				    .comm = "", .nr_frames = 1, .frames = &lost };
+		uint64_t before = *strmap_counter(p->events, i);
+		int r = add_sample(p, &s, count);
+
+		if (r < 0)
+			return r;
+		/* the default sample type stays the most frequent event */
+		*strmap_counter(p->events, i) = before;
+	}
+	return 0;
 }

@@ -11,6 +11,7 @@
 #ifndef STACKMAPD_PPROF_H
 #define STACKMAPD_PPROF_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sample.h"
@@ -39,5 +40,28 @@ void pprof_set_time(struct pprof *p, uint64_t start_ns, uint64_t duration_ns);
  * -errno (-ENOMEM, write errors).
  */
 int pprof_write(struct pprof *p, int fd);
+
+/* ---- profile comments, sample labels, lost events ---- */
+
+/* Pseudo addresses of frames that are not the kernel's. */
+#define PPROF_LOST_ADDR 1		/* "[lost events]" */
+#define PPROF_UNRESOLVED_ADDR 2		/* "[unresolved stack]" */
+
+/* With on false, samples get no "pid" and "cpu" labels (default: they do). */
+void pprof_set_pid_cpu_labels(struct pprof *p, bool on);
+
+/*
+ * Add a comment to the profile (text copied): pprof shows comments with
+ * -comments; the exporter writes profile-level labels as "key=value".
+ * Returns 0 or -ENOMEM.
+ */
+int pprof_add_comment(struct pprof *p, const char *text);
+
+/*
+ * Add count events lost on cpu as a sample of the one frame "[lost events]"
+ * to every sample type (event) the profile has so far, without changing
+ * which one is most frequent. Returns 0 or -ENOMEM.
+ */
+int pprof_add_lost(struct pprof *p, uint64_t count, unsigned int cpu);
 
 #endif

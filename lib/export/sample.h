@@ -25,6 +25,21 @@ struct sample_field {
 	const char *value;
 };
 
+/*
+ * Where a sample was recorded: its segment's META, for exporters that keep
+ * many hosts' events apart (lib/export/chexport.h). Strings are "" when
+ * the segment does not say.
+ */
+struct sample_origin {
+	const char *path;		/* the segment file */
+	const char *host;		/* META hostname */
+	const char *boot_id;
+	const char *recording_id;
+	const char *kernel;		/* META kernel_release */
+	uint64_t segment_seq;
+	uint64_t serial;		/* as decoder_segment_serial(): unique per segment read */
+};
+
 struct sample {
 	const char *event;		/* event name ("kmalloc"), never NULL */
 	uint64_t ts;			/* trace clock, nanoseconds */
@@ -46,6 +61,24 @@ struct sample {
 	const char *call_site;
 	size_t nr_fields;
 	const struct sample_field *fields;
+
+	/* Filled by client/sample-source.c (zero from other producers): */
+	uint64_t wall_ns;		/* CLOCK_REALTIME of ts, ns; 0: not known */
+	const struct sample_origin *origin; /* NULL: not known */
+	/*
+	 * Events the kernel lost on this CPU just before this one, as its
+	 * page says: 0 none, > 0 how many, -1 some (the count was not kept).
+	 */
+	long long lost_before;
+	/*
+	 * The stack is an entry of the data (a kernel_stack, stack_id or
+	 * stack_ref right after the event); false without a stack, or when
+	 * it is the missing stack of a strict reset pause ("[unresolved]").
+	 */
+	bool stack_entry;
+	/* A stack entry alone, whose event was not seen (event "[unknown]"). */
+	bool no_event;
+	const char *system;		/* the event's system ("kmem"), NULL: not known */
 };
 
 /*

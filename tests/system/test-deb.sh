@@ -59,6 +59,8 @@ ls "$tmp"/stackmapd-dbgsym_*.deb > /dev/null 2>&1 || fail "no -dbgsym package"
 dpkg-deb -c "$deb1" > "$tmp/contents" || fail "dpkg-deb -c $deb1"
 for f in etc/stackmapd.conf etc/stackmapd-upload.conf usr/sbin/stackmapd usr/bin/stackmapctl \
 	usr/lib/stackmapd/stackmapd-upload lib/systemd/system/stackmapd.service \
+	usr/lib/stackmapd/stackmapd-load etc/stackmapd-load.conf usr/share/stackmapd/clickhouse/schema.sql \
+	lib/systemd/system/stackmapd-load.service lib/systemd/system/stackmapd-load.path \
 	lib/systemd/system/stackmapd-upload.service lib/systemd/system/stackmapd-upload.path \
 	usr/share/man/man8/stackmapd.8.gz usr/share/man/man1/stackmapctl.1.gz \
 	usr/share/man/man5/stackmapd.conf.5.gz usr/share/bash-completion/completions/stackmapctl; do
@@ -125,7 +127,8 @@ check "the upload path unit is active" [ "$(systemctl is-active stackmapd-upload
 check "the daemon is recording" wait_for recording
 check "into the administrator's instance" sh -c "stackmapctl status --json | grep -q '\"instance\":\"$INST\"'"
 check "archive /var/lib/stackmapd is 0750" [ "$(stat -c %a /var/lib/stackmapd)" = 750 ]
-out=$(systemd-analyze verify --man=no /lib/systemd/system/stackmapd-upload.service /lib/systemd/system/stackmapd-upload.path 2>&1); rc=$?
+out=$(systemd-analyze verify --man=no /lib/systemd/system/stackmapd-upload.service /lib/systemd/system/stackmapd-upload.path \
+	/lib/systemd/system/stackmapd-load.service /lib/systemd/system/stackmapd-load.path 2>&1); rc=$?
 [ -n "$out" ] && echo "$out"
 check "the upload units verify" [ $rc = 0 -a -z "$out" ]
 check "bash completion is installed" [ -f /usr/share/bash-completion/completions/stackmapctl ]

@@ -1,0 +1,216 @@
+#!/bin/bash
+# A fleet in ClickHouse, from collector to query: three hosts recorded by
+# the real daemon (each in UTS and mount namespaces of its own, for its
+# host name and boot id: fleet-a; fleet-b with two boots; fleet-c losing
+# events while the daemon is stopped) arrive at a collector's incoming
+# directory with one damaged segment; stackmapd-load loads them into two
+# Debian clickhouse-server processes on 127.0.0.1, the two shards of the
+# schema's cluster. Then:
+#   - the damaged segment is set aside with a log line, the others moved
+#     to the archive;
+#   - per host, the events (ring-buffer entries) and the lost events in
+#     ClickHouse equal `stackmapctl info` on the same files, and each
+#     shard holds some hosts;
+#   - the top 10 stacks of kmem_cache_alloc in a wall-clock window equal
+#     `stackmapctl top` on the same files and window;
+#   - loading every segment again, and a load that stops before its
+#     commit, change no count;
+#   - every query of the cookbook in doc/fleet.md runs.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/system/lib-clickhouse.sh"
+need_tracefs
+need_clickhouse
+need_cmd unshare
+need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
+export TZ=UTC
+LOAD=$top_srcdir/scripts/stackmapd-load
+
+tmp=$(mktmp)
+chmod 755 "$tmp"
+ch_servers "$tmp" 2
+
+# ---- three hosts, recorded ----
+load_comm=smfleet$$
+cp "$SMLOAD" "$tmp/$load_comm" || fail "cannot copy $SMLOAD"
+real_stackmapd=$STACKMAPD
+# stackmapd with the host name and boot id of the host it plays
+cat > "$tmp/stackmapd-as" <<EOF
+#!/bin/sh
+exec unshare --uts --mount sh -c 'hostname "\$SM_HOST" && mount --bind "\$SM_BOOT" /proc/sys/kernel/random/boot_id && exec "\$0" "\$@"' '$real_stackmapd' "\$@"
+EOF
+chmod 755 "$tmp/stackmapd-as"
+
+# record HOST BOOT_ID [lose]: one daemon run into incoming/HOST
+record() {
+	local host=$1 inst buffer=2M t0=$SECONDS
+	[ "${3:-}" = lose ] && buffer=64K
+	run=$((run + 1))
+	inst=$(new_instance_name)
+	mkdir -p "$tmp/incoming/$host"
+	echo "$2" > "$tmp/boot.$host"
+	write_config "$tmp/$host.conf" <<EOF
+[trace]
+instance = $inst
+events = kmem:kmem_cache_alloc kmem:kmalloc sched:sched_switch
+stacktrace = kmem:kmem_cache_alloc kmem:kmalloc
+filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
+filter.kmem:kmalloc = COMM == "$load_comm"
+filter.sched:sched_switch = COMM == "$load_comm"
+buffer_size = $buffer
+[archive]
+directory = $tmp/incoming/$host
+segment_age = 1s
+max_size = 0
+keep_free = 0
+[control]
+socket = $tmp/control.$host
+EOF
+	export SM_HOST=$host SM_BOOT=$tmp/boot.$host
+	STACKMAPD=$tmp/stackmapd-as start_daemon "$tmp/$host.conf" "$tmp/daemon.$host.$run.log"
+	"$tmp/$load_comm" -j 1 -t 1.2 -r 1500 -q
+	if [ "${3:-}" = lose ]; then
+		kill -STOP "$DAEMON_PID"
+		"$tmp/$load_comm" -j 1 -t 0.4 -q
+		kill -CONT "$DAEMON_PID"
+	fi
+	"$tmp/$load_comm" -j 1 -t 0.8 -r 1500 -q
+	stop_daemon_ok "$tmp/daemon.$host.$run.log" "$host"
+	grep -q "hostname=$host" "$tmp"/incoming/"$host"/*.smseg ||
+		fail "$host: the segments do not carry the host name"
+	note "$host recorded in $((SECONDS - t0)) s"
+}
+run=0
+record fleet-a 0a0a0a0a-0000-4000-8000-00000000000a
+record fleet-b 0b0b0b0b-0000-4000-8000-0000000000b1
+record fleet-b 0b0b0b0b-0000-4000-8000-0000000000b2
+record fleet-c 0c0c0c0c-0000-4000-8000-00000000000c lose
+shopt -s nullglob
+for h in fleet-a fleet-b fleet-c; do
+	segs=("$tmp/incoming/$h"/*.smseg)
+	[ ${#segs[@]} -ge 2 ] || fail "$h: only ${#segs[@]} segments"
+	"$STACKMAPCTL" verify "${segs[@]}" > /dev/null || fail "$h: its segments are damaged"
+done
+segs=("$tmp"/incoming/*/*.smseg)
+note "recorded: ${#segs[@]} segments of 3 hosts"
+
+# a damaged segment: a copy of one of fleet-a's, with bytes in the middle overwritten
+segs=("$tmp"/incoming/fleet-a/*.smseg)
+seg=${segs[0]}
+bad=$tmp/incoming/fleet-a/99999999-20260101T000000.smseg
+cp "$seg" "$bad"
+size=$(stat -c %s "$bad")
+printf 'DAMAGEDDAMAGEDDAMAGED' | dd of="$bad" bs=1 seek=$((size / 2)) conv=notrunc status=none
+"$STACKMAPCTL" verify "$bad" > /dev/null 2>&1 && fail "the damaged copy verifies"
+
+# ---- the first load ----
+loader() {
+	"$LOAD" --incoming "$tmp/incoming" --archive "$tmp/archive" --damaged "$tmp/damaged" \
+		--state "$tmp/state" --port "${CH_TCP[1]}" --stackmapctl "$STACKMAPCTL" --batch 3 "$@"
+}
+loader 2> "$tmp/load1.log" || { cat "$tmp/load1.log"; fail "the loader failed"; }
+cat "$tmp/load1.log"
+grep -q "damaged segment '$bad' moved to '$tmp/damaged/fleet-a/${bad##*/}'" "$tmp/load1.log" ||
+	fail "no log line about the damaged segment"
+[ -f "$tmp/damaged/fleet-a/${bad##*/}" ] && [ ! -e "$bad" ] && [ ! -e "$tmp/archive/fleet-a/${bad##*/}" ] ||
+	fail "the damaged segment was not set aside"
+left=("$tmp"/incoming/*/*.smseg)
+[ ${#left[@]} = 0 ] || fail "segments left in incoming: ${left[*]}"
+grep -Eq 'loaded [0-9]+ segments, [0-9]+ events, [0-9]+ bytes: [0-9.]+ events/s, [0-9.]+ MB/s' \
+	"$tmp/load1.log" || fail "the loader did not report its throughput"
+
+# per host: ClickHouse's figures against `stackmapctl info` on the same files
+info_figures() {
+	"$STACKMAPCTL" info --json "$tmp/archive/$1"/*.smseg | python3 -c '
+import json, sys
+ev = lost = 0
+for line in sys.stdin:
+    if line.strip():
+        d = json.loads(line)
+        ev += int(d["events"]); lost += int(d.get("lost_events", 0))
+print(ev, lost)'
+}
+check_counts() {
+	local h want got
+	for h in fleet-a fleet-b fleet-c; do
+		want=$(info_figures "$h")
+		got=$(chq 1 "SELECT (SELECT sum(entries) FROM stackmapd.fleet_events WHERE host = '$h'),
+			(SELECT sum(lost) FROM stackmapd.fleet_losses WHERE host = '$h')" | tr '\t' ' ')
+		[ "$got" = "$want" ] || fail "$1: $h: ClickHouse has $got (entries, lost), info $want"
+	done
+}
+check_counts "first load"
+read -r lost_c < <(chq 1 "SELECT sum(lost) FROM stackmapd.fleet_losses WHERE host = 'fleet-c'")
+[ "$lost_c" -gt 0 ] || fail "fleet-c lost nothing: the test forced no loss"
+[ "$(chq 1 "SELECT uniqExact(boot_id) FROM stackmapd.fleet_events WHERE host = 'fleet-b'")" = 2 ] ||
+	fail "fleet-b does not have two boots"
+n1=$(chq 1 "SELECT count() FROM stackmapd.events")
+n2=$(chq 2 "SELECT count() FROM stackmapd.events")
+[ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] || fail "one shard holds nothing: $n1, $n2 rows"
+total=$(chq 2 "SELECT count() FROM stackmapd.fleet_events")
+[ "$total" = $((n1 + n2)) ] || fail "the fleet has $total rows, the shards $n1 + $n2"
+note "first load: $total events on two shards ($n1 + $n2), fleet-c lost $lost_c"
+
+# ---- the top 10 stacks in a wall-clock window, across hosts ----
+read -r lo hi < <(chq 1 "SELECT min(wall_ns), max(wall_ns) FROM stackmapd.fleet_events
+	WHERE host = 'fleet-a' AND event = 'kmem_cache_alloc'")
+since=$((lo + (hi - lo) / 4))
+until=$((lo + (hi - lo) * 3 / 4))
+iso() { python3 -c 'import sys, time; n = int(sys.argv[1]); print(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(n // 10**9)) + ".%09d" % (n % 10**9))' "$1"; }
+chq 2 "SELECT c, arrayStringConcat(frames, ' <- ') AS k
+	FROM (SELECT stack_key, count() AS c FROM stackmapd.fleet_events
+	      WHERE event = 'kmem_cache_alloc' AND wall_ns BETWEEN $since AND $until GROUP BY stack_key)
+	ANY LEFT JOIN (SELECT stack_key, any(frames) AS frames FROM stackmapd.fleet_stacks GROUP BY stack_key)
+	USING stack_key ORDER BY c DESC, k LIMIT 10" > "$tmp/ch-top" || fail "the top query failed"
+"$STACKMAPCTL" top --json --event kmem_cache_alloc --limit 10 --since "$(iso $since)" \
+	--until "$(iso $until)" "$tmp"/archive/*/*.smseg | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["events"]:
+    for r in e["rows"]:
+        print("%d\t%s" % (r["count"], r["key"]))' > "$tmp/sm-top" || fail "stackmapctl top failed"
+[ "$(wc -l < "$tmp/sm-top")" = 10 ] || fail "top found fewer than 10 stacks in the window"
+cmp -s "$tmp/ch-top" "$tmp/sm-top" || fail "ClickHouse's top 10 differ from stackmapctl top's: $(diff "$tmp/ch-top" "$tmp/sm-top" | head -c 3000)"
+note "top 10 in $(iso $since) .. $(iso $until): equal ($(head -c 60 "$tmp/ch-top")...)"
+
+# ---- loading again counts nothing twice ----
+loads_before=$(chq 1 "SELECT count() FROM stackmapd.fleet_loads")
+loader 2> "$tmp/load2.log" || { cat "$tmp/load2.log"; fail "the loader failed with nothing to do"; }
+[ "$(chq 1 "SELECT count() FROM stackmapd.fleet_loads")" = "$loads_before" ] ||
+	fail "a loader with nothing to do loaded something"
+loader --force "$tmp"/archive/*/*.smseg 2> "$tmp/load3.log" ||
+	{ cat "$tmp/load3.log"; fail "loading the archive again failed"; }
+[ "$(chq 1 "SELECT count() FROM stackmapd.fleet_loads")" = $((2 * loads_before)) ] ||
+	fail "the segments were not loaded again"
+check_counts "loaded twice"
+raw=$(( $(chq 1 "SELECT count() FROM stackmapd.events") + $(chq 2 "SELECT count() FROM stackmapd.events") ))
+[ "$raw" = $((2 * total)) ] || fail "after two loads the shards hold $raw rows, not 2 x $total"
+
+# a load that stops after inserting its rows, before its commit
+rc=0
+STACKMAPD_LOAD_CRASH_AFTER=events loader --force "$tmp"/archive/fleet-c/*.smseg 2> "$tmp/load4.log" || rc=$?
+[ $rc = 3 ] || { cat "$tmp/load4.log"; fail "the interrupted load exited with $rc"; }
+check_counts "after an interrupted load"
+raw2=$(( $(chq 1 "SELECT count() FROM stackmapd.events") + $(chq 2 "SELECT count() FROM stackmapd.events") ))
+[ "$raw2" -gt "$raw" ] || fail "the interrupted load inserted nothing: the test proves nothing"
+[ "$(chq 1 "SELECT count() FROM stackmapd.fleet_events")" = "$total" ] ||
+	fail "the fleet's events changed after an interrupted load"
+note "loaded twice and once interrupted: $raw2 rows stored, $total counted"
+
+# ---- the cookbook of doc/fleet.md, as written ----
+python3 - "$top_srcdir/doc/fleet.md" "$tmp/cookbook" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+qs = re.findall(r"```sql\n(.*?)```", text, re.S)
+for i, q in enumerate(qs):
+    open("%s.%02d.sql" % (sys.argv[2], i), "w").write(q)
+
+EOF
+n=0
+for q in "$tmp"/cookbook.*.sql; do
+	out=$(clickhouse-client --port "${CH_TCP[1]}" --multiquery < "$q" 2>&1) ||
+		fail "cookbook query $(basename "$q") fails: $out
+$(cat "$q")"
+	n=$((n + 1))
+done
+[ $n -ge 6 ] || fail "only $n cookbook queries in doc/fleet.md"
+note "$n cookbook queries ran"
+exit 0
