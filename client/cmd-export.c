@@ -144,6 +144,7 @@ static int export_clickhouse(struct selection *sel, struct sample_source_options
 		return 1;
 	}
 	so->orphan_stacks = true;
+	sel->markers = true;	/* every event, as info counts them: the daemon's markers too */
 	ret = sample_source_run(sel, so, ch_sample, c);
 	if (ret < 0)
 		return 1;

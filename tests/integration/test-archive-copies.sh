@@ -45,9 +45,11 @@ EOT
 	stop_daemon || fail "daemon exited with an error: $(tail "$tmp/$1.log")"
 }
 record a
-sleep 1.2
+# whole seconds, and recordings are told from a window with a second's margin:
+# more than two seconds between a window's start and either recording
+sleep 2.2
 between=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-sleep 1.2
+sleep 2.2
 record b
 mkdir "$tmp/both"
 cp -p "$tmp"/a/*.smseg "$tmp"/b/*.smseg "$tmp/both/"

@@ -161,7 +161,7 @@ chq 2 "SELECT c, arrayStringConcat(frames, ' <- ') AS k
 	      WHERE event = 'kmem_cache_alloc' AND wall_ns BETWEEN $since AND $until GROUP BY stack_key)
 	ANY LEFT JOIN (SELECT stack_key, any(frames) AS frames FROM stackmapd.fleet_stacks GROUP BY stack_key)
 	USING stack_key ORDER BY c DESC, k LIMIT 10" > "$tmp/ch-top" || fail "the top query failed"
-"$STACKMAPCTL" top --json --event kmem_cache_alloc --limit 10 --since "$(iso $since)" \
+"$STACKMAPCTL" top --json --sort stack --event kmem_cache_alloc --limit 10 --since "$(iso $since)" \
 	--until "$(iso $until)" "$tmp"/archive/*/*.smseg | python3 -c '
 import json, sys
 for e in json.load(sys.stdin)["events"]:
