@@ -238,6 +238,14 @@ static void segment_finished(void *userdata, const char *path, const struct arch
 		rec->on_segment(rec->userdata, path);
 }
 
+static void segment_recovered(void *userdata, const char *path)
+{
+	struct recorder *rec = userdata;
+
+	if (rec->on_segment)
+		rec->on_segment(rec->userdata, path);
+}
+
 int recorder_setup_layout(struct recorder *rec)
 {
 	_cleanup_free_ char *hp = NULL, *path = NULL;
@@ -319,5 +327,6 @@ const struct archive_hooks recorder_archive_hooks = {
 	.begin = segment_begin,
 	.end = segment_end,
 	.finished = segment_finished,
+	.recovered = segment_recovered,
 };
 

@@ -157,6 +157,13 @@ uint64_t segment_writer_size(const struct segment_writer *w);
 /* Records written so far. */
 uint32_t segment_writer_records(const struct segment_writer *w);
 
+/*
+ * 0, or the -errno that made the writer unusable (a failed write whose cut
+ * back failed too): nothing more can be appended, the .part file holds the
+ * records before it and is finished by segment_recover().
+ */
+int segment_writer_error(const struct segment_writer *w);
+
 /* Path of the file as it is now (the .part name until finished). Borrowed. */
 const char *segment_writer_path(const struct segment_writer *w);
 
