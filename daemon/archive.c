@@ -440,12 +440,14 @@ static void record_loss_unwritten(struct archive *a)
  * A segment whose tail could not be written: make it a valid segment that
  * ends with its last complete record, as a start would. Logs.
  */
-static int salvage(struct archive *a, const char *part, int error)
+static int salvage(struct archive *a, const char *part, uint32_t index_flags, int error)
 {
 	_cleanup_free_ char *final = NULL;
+	/* what the segment's end knew about itself (TABLES_MISSING) stays known */
+	struct segment_index idx = { .flags = index_flags };
 	int r;
 
-	r = segment_recover(part, NULL,
+	r = segment_recover(part, &idx,
 			    "finished after a write error: records after the last complete one "
 			    "are lost", &final);
 	if (r < 0) {
@@ -498,7 +500,7 @@ static int finish_segment(struct archive *a, struct archive_segment *s, bool fin
 	s->writer = NULL;
 	if (r < 0) {
 		segment_free_state(s);
-		(void)salvage(a, part, r);
+		(void)salvage(a, part, idx.flags & SEGMENT_INDEX_F_TABLES_MISSING, r);
 		return r;
 	}
 	if (end < 0)

@@ -62,6 +62,7 @@ enum segment_gen_kind {
 #define SEGMENT_INDEX_F_TRUNCATED 0x1
 #define SEGMENT_INDEX_F_FINAL 0x2
 #define SEGMENT_INDEX_F_SEEK 0x4	/* a seek table follows the CPU lines */
+#define SEGMENT_INDEX_F_TABLES_MISSING 0x8	/* stack tables or symbols could not all be written */
 
 /* One CPU's line in the index (host byte order in memory, LE on disk). */
 struct segment_cpu_index {

@@ -7,7 +7,9 @@ Mounts a FUSE file system at MOUNTPOINT that passes every operation to the
 directory BACKING. While the file SWITCH exists, every operation that
 changes something (write, truncate, create, fsync, rename, unlink, mkdir)
 fails with EIO, as on a disk that has gone bad; reads still work. Remove
-SWITCH and the disk is healthy again. Runs in the foreground until
+SWITCH and the disk is healthy again. If SWITCH holds "max_write=N", only
+writes of more than N bytes fail, with ENOSPC: a disk with a little room
+left, where a small record still fits and a large one does not. Runs in the foreground until
 unmounted (fusermount3 -u MOUNTPOINT).
 """
 import errno
@@ -23,8 +25,19 @@ class EioFS(Operations):
     def _p(self, path):
         return os.path.join(backing, path.lstrip("/"))
 
+    def _mode(self):
+        """None (healthy), -1 (EIO on every change) or the largest write that works."""
+        try:
+            with open(switch) as f:
+                text = f.read()
+        except FileNotFoundError:
+            return None
+        if text.startswith("max_write="):
+            return int(text.split("=", 1)[1])
+        return -1
+
     def _check(self):
-        if os.path.exists(switch):
+        if self._mode() == -1:
             raise FuseOSError(errno.EIO)
 
     def getattr(self, path, fh=None):
@@ -85,7 +98,11 @@ class EioFS(Operations):
         return os.pread(fh, size, offset)
 
     def write(self, path, data, offset, fh):
-        self._check()
+        mode = self._mode()
+        if mode == -1:
+            raise FuseOSError(errno.EIO)
+        if mode is not None and len(data) > mode:
+            raise FuseOSError(errno.ENOSPC)
         return os.pwrite(fh, data, offset)
 
     def truncate(self, path, length, fh=None):
