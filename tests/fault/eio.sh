@@ -43,12 +43,12 @@ first=$(find "$back/archive" -name '*.smseg.part' -printf '%f\n')
 
 # the device fails
 touch "$switch"
-dropping() { [ "$(status_field dropped_events)" -gt 1000 ] 2>/dev/null; }
+dropping() { [ "$(write_dropped)" -gt 1000 ] 2>/dev/null; }
 wait_until 20 dropping || { ctl status; cat "$log"; fail "no events counted as dropped during EIO"; }
 sleep 2
 kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$log"; fail "the daemon died on EIO"; }
 grep -qi 'input/output error' "$log" || fail "no I/O error logged"
-during=$(status_field dropped_events)
+during=$(write_dropped)
 # the device works again: recording resumes by itself
 before=$(seg_bytes)
 rm -f "$switch"
@@ -56,7 +56,9 @@ resumed() { ! ctl status --json | grep -q '"active": *true' && [ "$(seg_bytes)" 
 wait_until 20 resumed ||
 	{ ctl status; tail -20 "$log"; fail "recording did not resume within 20 s after the device healed"; }
 salvaged=$(status_field salvaged)
-[ "${salvaged:-0}" -ge 1 ] || note "the segment being written survived the outage (salvaged=${salvaged:-?})"
+[ "${salvaged:-0}" -ge 1 ] ||
+	fail "the segment a failed cut back left unusable was not finished by recovery (salvaged=${salvaged:-?})"
+after=$(write_dropped)
 stop_daemon || { cat "$log"; fail "stop exited $?"; }
 segs=("$back/archive"/*.smseg)
 check_only_segments "after the stop" "$back/archive"
@@ -66,12 +68,12 @@ check_finished "after the stop" "${segs[@]}"
 [ -f "$back/archive/${first%.part}" ] || fail "'${first%.part}' was not finished"
 grep -qF "${first%.part}" "$ftmp/hooked" || fail "'${first%.part}' was not handed to the hook"
 # what was dropped is in the archive, apart from the kernel's own losses
-loss=$(cat "${segs[@]}" | grep -ao 'write_dropped_events=[0-9]*' | cut -d= -f2 |
-	awk '{ n += $1 } END { print n + 0 }')
-total=$(status_field dropped_events)
-[ "$loss" -ge "$during" ] ||
-	fail "STATS records hold $loss dropped events; status counted $during during the errors"
+loss=$(stats_dropped "${segs[@]}")
+[ "$loss" -ge "$after" ] ||
+	fail "STATS records hold $loss dropped events; status counted $after"
+lost=$(index_lost "${segs[@]}")
+[ "$lost" -ge "$after" ] || fail "the indexes count $lost lost events, fewer than the $after write drops"
 grep -q 'works again after' "$log" || fail "no summary logged when writing resumed"
-note "EIO: $during events dropped (status), $loss recorded in" \
-	"STATS; segments salvaged: ${salvaged:-0}"
+note "EIO: $after events dropped (status), $loss recorded in STATS, $lost lost in the indexes;" \
+	"segments salvaged: ${salvaged:-0}"
 exit 0
