@@ -43,6 +43,27 @@ static const char *strv_last(char **v)
 
 static int start_argv(struct hook *h, char **v);
 
+/* Start the oldest waiting hooks while a slot is free. Logs what cannot start. */
+static void drain_queue(struct hook *h)
+{
+	while (h->nr_queued) {
+		char **v = h->queue[h->head];
+		int r;
+
+		r = start_argv(h, v);
+		if (r == -EBUSY)
+			return;
+		h->head = (h->head + 1) % HOOK_MAX_QUEUED;
+		h->nr_queued--;
+		if (r < 0) {
+			h->stats.failed++;
+			log_errno(LOG_WARNING, r, "cannot run the segment hook for '%s', continuing",
+				  strv_last(v));
+			strv_free(v);
+		}
+	}
+}
+
 int hook_new(sd_event *e, struct hook **ret)
 {
 	struct hook *h = calloc(1, sizeof(*h));
@@ -80,21 +101,7 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
 			 si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
 	}
 	sd_event_source_unref(s);
-	/* a slot is free: the oldest waiting segment's turn */
-	while (h->nr_queued) {
-		char **v = h->queue[h->head];
-		int r;
-
-		h->head = (h->head + 1) % HOOK_MAX_QUEUED;
-		h->nr_queued--;
-		r = start_argv(h, v);
-		if (r >= 0)
-			break;
-		h->stats.failed++;
-		log_errno(LOG_WARNING, r, "cannot run the segment hook for '%s', continuing",
-			  strv_last(v));
-		strv_free(v);
-	}
+	drain_queue(h);
 	return 0;
 }
 
@@ -186,6 +193,8 @@ int hook_run(struct hook *h, char *const *argv, const char *path)
 	v = argv_with(argv, path);
 	if (!v)
 		return -ENOMEM;
+	/* the waiting ones first, in order */
+	drain_queue(h);
 	r = h->nr_queued ? -EBUSY : start_argv(h, v);
 	if (r != -EBUSY) {
 		if (r < 0) {
