@@ -471,7 +471,10 @@ static void info_print(const struct info *in)
 		printf("time span:    (no events)\n");
 	printf("events:       %" PRIu64 ", lost %" PRIu64 "%s\n", t.events, t.lost,
 	       t.lost_unknown ? "+ (some pages lost an unknown number)" : "");
-	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+	if (idx && (idx->flags & SEGMENT_INDEX_F_TABLES_MISSING))
+		printf("unresolved:   unknown: stack tables or symbols are missing (the end of the "
+		       "segment could not be written; its NOTE says what is missing)\n");
+	else if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
 		printf("unresolved:   %" PRIu64 " (events whose stack cannot be resolved or was lost)\n",
 		       idx->unresolved);
 	printf("stacks:       %" PRIu64 " entries in %" PRIu64 " STACKS records%s\n",
@@ -549,6 +552,7 @@ static int info_print_json(const struct info *in)
 	json_add_bool(&w, "complete", idx);
 	json_add_bool(&w, "truncated", idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED));
 	json_add_bool(&w, "final", idx && (idx->flags & SEGMENT_INDEX_F_FINAL));
+	json_add_bool(&w, "tables_missing", idx && (idx->flags & SEGMENT_INDEX_F_TABLES_MISSING));
 	json_add_uint(&w, "file_size", segment_reader_file_size(in->r));
 	json_add_uint(&w, "records", in->records);
 	if (in->end < 0) {
@@ -572,7 +576,7 @@ static int info_print_json(const struct info *in)
 	json_add_uint(&w, "events", t.events);
 	json_add_uint(&w, "lost_events", t.lost);
 	json_add_uint(&w, "lost_unknown_pages", t.lost_unknown);
-	if (idx && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+	if (idx && !(idx->flags & (SEGMENT_INDEX_F_TRUNCATED | SEGMENT_INDEX_F_TABLES_MISSING)))
 		json_add_uint(&w, "unresolved", idx->unresolved);
 	else
 		json_add_null(&w, "unresolved");

@@ -68,6 +68,8 @@ static int verify_one(const char *path, bool json)
 		if (msg) {
 			json_add_uint(&w, "error_offset", off);
 			json_add_string(&w, "error", msg);
+			/* only the last record runs past the end: a writer's unfinished tail */
+			json_add_bool(&w, "cut_short", r && segment_reader_cut_short(r));
 		}
 		json_object_close(&w);
 		if (cmd_json_print(&w) < 0)

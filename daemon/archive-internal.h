@@ -76,16 +76,32 @@ struct archive {
 	int rotate_fd;
 	atomic_bool rotate_requested;
 
+	/*
+	 * A segment is wanted but none could be opened (a full disk at
+	 * start): frames are dropped and counted, the open is retried by
+	 * archive_tick(). Under lock.
+	 */
+	bool want_segment;
+
 	/* main thread only */
 	struct finished *done;
 	size_t nr_done, done_cap;
+	char **unrecovered;		/* .part names whose recovery failed on a write error */
+	size_t nr_unrecovered;
 
 	atomic_uint_fast64_t frames;
 	atomic_uint_fast64_t write_errors;
 	uint64_t deleted;
 	uint64_t recovered;
 	uint64_t quarantined;
+	uint64_t salvaged;		/* segments finished by recovery after a write error */
 };
+
+/* A write error the device may get over (full, I/O error): wait and retry, do not give up. */
+static inline bool archive_error_transient(int r)
+{
+	return r == -ENOSPC || r == -EDQUOT || r == -EIO;
+}
 
 /* archive-scan.c: create the directory (mkdir -p, 0750). Returns 0 or -errno. */
 int archive_make_directory(const char *dir);
@@ -95,6 +111,22 @@ int archive_scan_directory(struct archive *a);
 
 /* archive-scan.c: remember a finished segment (main thread). Returns 0 or -ENOMEM. */
 int archive_add_finished(struct archive *a, const char *name, uint64_t seq, uint64_t bytes);
+
+/*
+ * archive-scan.c: a segment finished by recovery (at start, later, or after
+ * a write error) as path: remember it (in order) and hand it to the
+ * finished hook. Main thread.
+ */
+void archive_add_recovered(struct archive *a, const char *path);
+
+/*
+ * archive-scan.c: retry the recovery of the unfinished segments that a
+ * write error kept from being recovered. Main thread; logs.
+ */
+void archive_retry_recoveries(struct archive *a);
+
+/* archive-scan.c: remember dir/name (a .part) for archive_retry_recoveries(). */
+int archive_defer_recovery(struct archive *a, const char *name);
 
 /* archive-outage.c: allocate/free the per-CPU counters. */
 int outage_init(struct outage *o, unsigned nr_cpus);

@@ -168,12 +168,53 @@ static int set_aside(struct archive *a, int dfd, const char *name, const char *w
 			 why);
 }
 
-/* An unfinished segment of ours: finish what the last run left. Logs. */
-static int recover_part(struct archive *a, int dfd, const char *name)
+void archive_add_recovered(struct archive *a, const char *path)
 {
-	_cleanup_free_ char *path = NULL, *final = NULL;
+	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	struct stat st;
 	uint64_t seq;
+
+	if (stat(path, &st) < 0 || segment_name_seq(name, &seq) < 0)
+		return;
+	if (archive_add_finished(a, name, seq, (uint64_t)st.st_size) < 0)
+		return;
+	/* retention deletes from the front: oldest first, a recovered one included */
+	qsort(a->done, a->nr_done, sizeof(*a->done), finished_cmp);
+	if (a->hooks && a->hooks->recovered)
+		a->hooks->recovered(a->userdata, path);
+}
+
+int archive_defer_recovery(struct archive *a, const char *name)
+{
+	char **v;
+	uint64_t seq;
+
+	for (size_t i = 0; i < a->nr_unrecovered; i++)
+		if (streq(a->unrecovered[i], name))
+			return 0;
+	v = realloc(a->unrecovered, (a->nr_unrecovered + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	a->unrecovered = v;
+	v[a->nr_unrecovered] = strdup(name);
+	if (!v[a->nr_unrecovered])
+		return -ENOMEM;
+	a->nr_unrecovered++;
+	/* a new segment must not take its number */
+	if (segment_name_seq(name, &seq) == 0 && seq >= a->next_seq)
+		a->next_seq = seq + 1;
+	return 0;
+}
+
+/*
+ * An unfinished segment of ours: finish what the last run left. Logs. A
+ * write error the device may get over (a full disk: recovery appends a
+ * NOTE and the trailer) does not stop the start: it is retried later.
+ * Returns 0, 1 when deferred, or -errno.
+ */
+static int recover_part(struct archive *a, int dfd, const char *name, bool retry)
+{
+	_cleanup_free_ char *path = NULL, *final = NULL;
 	int r;
 
 	if (strprintf(&path, "%s/%s", a->dir, name) < 0)
@@ -184,6 +225,12 @@ static int recover_part(struct archive *a, int dfd, const char *name)
 			    &final);
 	if (r == -EBADMSG || r == -EPROTONOSUPPORT || r == -EINVAL)
 		return set_aside(a, dfd, name, "cannot be recovered");
+	if (archive_error_transient(r) && archive_defer_recovery(a, name) >= 0) {
+		if (!retry)
+			log_errno(LOG_WARNING, r, "cannot recover the unfinished segment '%s' now; "
+				  "retrying every second, continuing", path);
+		return 1;
+	}
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot recover the unfinished segment '%s'", path);
 	a->recovered++;
@@ -192,9 +239,32 @@ static int recover_part(struct archive *a, int dfd, const char *name)
 		return 0;
 	}
 	log_notice("recovered the unfinished segment '%s' as '%s'", path, final);
-	if (stat(final, &st) < 0 || segment_name_seq(strrchr(final, '/') + 1, &seq) < 0)
-		return 0;
-	return archive_add_finished(a, strrchr(final, '/') + 1, seq, (uint64_t)st.st_size);
+	archive_add_recovered(a, final);
+	return 0;
+}
+
+void archive_retry_recoveries(struct archive *a)
+{
+	_cleanup_close_ int dfd = -1;
+	char **names = a->unrecovered;
+	size_t n = a->nr_unrecovered;
+
+	if (!n)
+		return;
+	dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	/* taken out first: recover_part() puts back what fails again */
+	a->unrecovered = NULL;
+	a->nr_unrecovered = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+			(void)recover_part(a, dfd, names[i], true);
+		free(names[i]);
+	}
+	free(names);
 }
 
 static int scan_part(struct archive *a, int dfd, const char *name)
@@ -207,7 +277,7 @@ static int scan_part(struct archive *a, int dfd, const char *name)
 		return log_errno(LOG_ERR, k, "cannot read '%s/%s'", a->dir, name);
 	switch (k) {
 	case PART_OURS:
-		return recover_part(a, dfd, name);
+		return recover_part(a, dfd, name, false);
 	case PART_NOTHING:
 		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
 			return log_errno(LOG_ERR, -errno, "cannot remove '%s/%s'", a->dir, name);

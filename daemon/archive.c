@@ -130,13 +130,29 @@ static int open_segment(struct archive *a, struct archive_segment **ret)
 int archive_start(struct archive *a)
 {
 	struct archive_segment *s;
+	bool began = false;
 	int r;
 
 	r = open_segment(a, &s);
-	if (r < 0)
-		return r;
+	if (r < 0) {
+		if (!archive_error_transient(r))
+			return r;
+		/* record meanwhile: drop and count until archive_tick() opens it */
+		pthread_mutex_lock(&a->lock);
+		a->want_segment = true;
+		if (!a->out.active || outage_may_write_locked(&a->out))
+			began = outage_failed_locked(&a->out, r);
+		pthread_mutex_unlock(&a->lock);
+		atomic_fetch_add(&a->write_errors, 1);
+		if (began)
+			outage_log_begin(a, r);
+		else
+			outage_log_retry(a, r);
+		return 0;
+	}
 	pthread_mutex_lock(&a->lock);
 	a->cur = s;
+	a->want_segment = false;
 	pthread_mutex_unlock(&a->lock);
 	return 0;
 }
@@ -311,6 +327,12 @@ int archive_append_frame(struct archive *a, const struct archive_frame *f)
 
 	pthread_mutex_lock(&a->lock);
 	s = a->cur;
+	if (!s && a->want_segment) {
+		/* no segment could be opened yet: the frame is lost, and counted */
+		outage_drop_locked(&a->out, f, a->nr_cpus);
+		o.r = a->out.error ? a->out.error : -EIO;
+		goto out;
+	}
 	if (!s) {
 		o.r = -ESHUTDOWN;
 		goto out;
@@ -400,30 +422,49 @@ static void record_loss_last(struct archive *a, struct archive_segment *s)
 			  "recorded in the archive either", a->dir);
 }
 
+/* At the stop, with no segment to record a loss in: the log has it. */
+static void record_loss_unwritten(struct archive *a)
+{
+	uint64_t events, bytes;
+
+	pthread_mutex_lock(&a->lock);
+	events = a->out.total_events;
+	bytes = a->out.total_bytes;
+	pthread_mutex_unlock(&a->lock);
+	if (events || bytes)
+		log_err("%" PRIu64 " events (%" PRIu64 " bytes) were dropped since writing to '%s' "
+			"failed; no segment could be written to record them", events, bytes, a->dir);
+}
+
 /*
  * A segment whose tail could not be written: make it a valid segment that
  * ends with its last complete record, as a start would. Logs.
  */
-static int salvage(struct archive *a, const char *part, int error)
+static int salvage(struct archive *a, const char *part, uint32_t index_flags, int error)
 {
 	_cleanup_free_ char *final = NULL;
+	/* what the segment's end knew about itself (TABLES_MISSING) stays known */
+	struct segment_index idx = { .flags = index_flags };
 	int r;
 
-	r = segment_recover(part, NULL,
+	r = segment_recover(part, &idx,
 			    "finished after a write error: records after the last complete one "
 			    "are lost", &final);
-	if (r < 0)
+	if (r < 0) {
+		if (archive_error_transient(r) &&
+		    archive_defer_recovery(a, strrchr(part, '/') + 1) >= 0) {
+			log_errno(LOG_ERR, error, "cannot finish the segment '%s' (%s either); it is "
+				  "recovered once writing works again", part, strerror(-r));
+			return 0;
+		}
 		return log_errno(LOG_ERR, error, "cannot finish the segment '%s'; it is recovered "
 				 "at the next start", part);
+	}
 	log_errno(LOG_WARNING, error, "could not finish the segment '%s' normally; kept its "
 		  "complete records as '%s'", part, final ? final : "(nothing to keep)");
 	if (final) {
-		uint64_t seq;
-		struct stat st;
-
-		if (stat(final, &st) == 0 && segment_name_seq(strrchr(final, '/') + 1, &seq) == 0)
-			(void)archive_add_finished(a, strrchr(final, '/') + 1, seq,
-						   (uint64_t)st.st_size);
+		a->salvaged++;
+		archive_add_recovered(a, final);
 	}
 	return 0;
 }
@@ -459,7 +500,7 @@ static int finish_segment(struct archive *a, struct archive_segment *s, bool fin
 	s->writer = NULL;
 	if (r < 0) {
 		segment_free_state(s);
-		(void)salvage(a, part, r);
+		(void)salvage(a, part, idx.flags & SEGMENT_INDEX_F_TABLES_MISSING, r);
 		return r;
 	}
 	if (end < 0)
@@ -487,6 +528,8 @@ int archive_rotate(struct archive *a, bool final, char **ret_path)
 	pthread_mutex_lock(&a->lock);
 	old = a->cur;
 	a->cur = next;
+	if (next)
+		a->want_segment = false;
 	/*
 	 * Frames appended while the next segment was being opened asked again
 	 * for the rotation that this is: without this, an empty segment would
@@ -494,8 +537,17 @@ int archive_rotate(struct archive *a, bool final, char **ret_path)
 	 */
 	atomic_store(&a->rotate_requested, false);
 	pthread_mutex_unlock(&a->lock);
+	if (!old && final && a->want_segment) {
+		/* none could be opened: one last try, for the record of the loss */
+		a->want_segment = false;
+		r = open_segment(a, &old);
+		if (r < 0) {
+			record_loss_unwritten(a);
+			return 0;
+		}
+	}
 	if (!old)
-		return -ESHUTDOWN;
+		return next ? 0 : -ESHUTDOWN;
 
 	r = finish_segment(a, old, final, ret_path);
 	archive_enforce_retention(a);
@@ -524,9 +576,75 @@ bool archive_is_open(struct archive *a)
 	bool open;
 
 	pthread_mutex_lock(&a->lock);
-	open = a->cur != NULL;
+	open = a->cur != NULL || a->want_segment;
 	pthread_mutex_unlock(&a->lock);
 	return open;
+}
+
+/* Open the segment archive_start() could not, once the outage's next retry is due. */
+static void retry_open(struct archive *a)
+{
+	struct archive_segment *s;
+	bool due;
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	due = a->want_segment && !a->cur && outage_may_write_locked(&a->out);
+	pthread_mutex_unlock(&a->lock);
+	if (!due)
+		return;
+	r = open_segment(a, &s);
+	pthread_mutex_lock(&a->lock);
+	if (r >= 0) {
+		a->cur = s;
+		a->want_segment = false;
+	} else {
+		(void)outage_failed_locked(&a->out, r);
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (r < 0) {
+		atomic_fetch_add(&a->write_errors, 1);
+		outage_log_retry(a, r);
+	} else {
+		log_info("opened the segment '%s' after the write outage",
+			 segment_writer_path(s->writer));
+	}
+}
+
+/*
+ * A writer that a failed write left unusable (its cut back failed too)
+ * never takes a record again: without this, the outage would last until
+ * the segment is due by age, forever with segment_age = 0. Once a new
+ * segment opens (the device works again), the old one is finished by
+ * recovery.
+ */
+static void replace_broken(struct archive *a)
+{
+	int broken = 0;
+	int r;
+
+	/* not on the outage's backoff: the readers' attempts keep pushing it back */
+	pthread_mutex_lock(&a->lock);
+	if (a->cur)
+		broken = segment_writer_error(a->cur->writer);
+	pthread_mutex_unlock(&a->lock);
+	if (!broken)
+		return;
+	r = archive_rotate(a, false, NULL);
+	if (r < 0 && r != -ESHUTDOWN) {
+		pthread_mutex_lock(&a->lock);
+		(void)outage_failed_locked(&a->out, r);
+		pthread_mutex_unlock(&a->lock);
+		outage_log_retry(a, r);
+	}
+}
+
+void archive_tick(struct archive *a)
+{
+	archive_enforce_retention(a);
+	archive_retry_recoveries(a);
+	retry_open(a);
+	replace_broken(a);
 }
 
 void archive_enforce_retention(struct archive *a)
@@ -598,6 +716,8 @@ void archive_get_status(struct archive *a, struct archive_status *ret, char **re
 	ret->write_errors = atomic_load(&a->write_errors);
 	ret->deleted = a->deleted;
 	ret->recovered = a->recovered;
+	ret->unrecovered = a->nr_unrecovered;
+	ret->salvaged = a->salvaged;
 	ret->quarantined = a->quarantined;
 	pthread_mutex_lock(&a->lock);
 	ret->outage = a->out.active;
@@ -653,6 +773,9 @@ struct archive *archive_free(struct archive *a)
 	for (size_t i = 0; i < a->nr_done; i++)
 		free(a->done[i].name);
 	free(a->done);
+	for (size_t i = 0; i < a->nr_unrecovered; i++)
+		free(a->unrecovered[i]);
+	free(a->unrecovered);
 	outage_done(&a->out);
 	buf_done(&a->stacks);
 	ZSTD_freeCCtx(a->cctx);

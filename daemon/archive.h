@@ -65,6 +65,13 @@ struct archive_hooks {
 	int (*end)(void *userdata, struct archive_segment *seg);
 	/* seg was finished as path (main thread). */
 	void (*finished)(void *userdata, const char *path, const struct archive_segment *seg);
+	/*
+	 * A segment was finished by recovery as path: one a crash left
+	 * unfinished (at start, or later when a full disk kept it from being
+	 * recovered at start), or one whose end could not be written (main
+	 * thread).
+	 */
+	void (*recovered)(void *userdata, const char *path);
 };
 
 struct archive_params {
@@ -85,7 +92,9 @@ struct archive_status {
 	uint64_t frames;
 	uint64_t write_errors;
 	uint64_t deleted;			/* by retention since start */
-	uint64_t recovered;			/* unfinished segments finished at start */
+	uint64_t recovered;			/* unfinished segments of earlier runs finished */
+	uint64_t unrecovered;			/* ... not yet: a write error, retried */
+	uint64_t salvaged;			/* segments finished by recovery after a write error */
 	uint64_t quarantined;			/* files named like segments set aside at start */
 	bool outage;				/* writing fails now: frames are dropped */
 	int outage_error;			/* -errno of the current outage */
@@ -111,7 +120,12 @@ int archive_open(const struct archive_params *p, struct archive **ret);
 void archive_set_policy(struct archive *a, const struct rotation_policy *policy, bool sync,
 			int compression_level);
 
-/* Open the first segment (calls hooks->begin). Main thread. Returns 0 or -errno. */
+/*
+ * Open the first segment (calls hooks->begin). Main thread. Returns 0 or
+ * -errno. On a write error the device may get over (ENOSPC, EDQUOT, EIO)
+ * it returns 0 and an outage begins: frames are dropped and counted until
+ * archive_tick() manages to open the segment.
+ */
 int archive_start(struct archive *a);
 
 /*
@@ -144,7 +158,7 @@ int archive_rotate(struct archive *a, bool final, char **ret_path);
  */
 int archive_close(struct archive *a, char **ret_path);
 
-/* True while a segment is open. */
+/* True while a segment is open, or wanted (archive_start() on a full disk). */
 bool archive_is_open(struct archive *a);
 
 /*
@@ -168,6 +182,15 @@ uint64_t archive_age_left(struct archive *a);
 
 /* Delete the oldest finished segments as the policy says. Main thread. */
 void archive_enforce_retention(struct archive *a);
+
+/*
+ * Every second (main thread): retention; then what a write error left to
+ * do once the device works again: recover the unfinished segments that
+ * could not be recovered, open the segment that could not be opened, and
+ * replace a segment whose writer a failed write made unusable (it is
+ * finished by recovery). Logs.
+ */
+void archive_tick(struct archive *a);
 
 /* Events (and raw bytes, if ret_bytes) dropped on cpu by write errors since start. */
 uint64_t archive_cpu_dropped(struct archive *a, unsigned cpu, uint64_t *ret_bytes);

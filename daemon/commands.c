@@ -7,6 +7,7 @@
  */
 #include "commands.h"
 #include "config.h"
+#include "hook.h"
 #include "recorder.h"
 #include "segment.h"
 #include "util.h"
@@ -106,6 +107,22 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 	json_add_uint(&w, "dropped_bytes", st.dropped_bytes);
 	json_object_close(&w);
 	json_add_uint(&w, "quarantined", st.quarantined);
+	json_add_uint(&w, "recovered", st.recovered);
+	json_add_uint(&w, "unrecovered", st.unrecovered);
+	json_add_uint(&w, "salvaged", st.salvaged);
+	if (c->hook) {
+		struct hook_stats hs;
+
+		hook_get_stats(c->hook, &hs);
+		json_object_open(&w, "hook");
+		json_add_uint(&w, "running", hs.running);
+		json_add_uint(&w, "queued", hs.queued);
+		json_add_uint(&w, "started", hs.started);
+		json_add_uint(&w, "deferred", hs.deferred);
+		json_add_uint(&w, "dropped", hs.dropped);
+		json_add_uint(&w, "failed", hs.failed);
+		json_object_close(&w);
+	}
 	json_object_open(&w, "health");
 	if (st.unhealthy)
 		json_add_string(&w, "problem", st.unhealthy);

@@ -9,11 +9,13 @@
 #include "ctl.h"
 
 struct config;
+struct hook;
 struct recorder;
 
 struct commands {
 	struct recorder *rec;				/* borrowed */
 	const struct config *const *cfg;		/* borrowed: where main keeps the config in force */
+	const struct hook *hook;			/* borrowed; NULL: none */
 	/*
 	 * Reload the configuration: 0, or -EINVAL with *ret_error set
 	 * ("FILE:LINE: ..."); *ret_restart lists keys that need a restart

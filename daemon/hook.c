@@ -2,7 +2,8 @@
 /*
  * Running the segment hook: posix_spawn() of the configured program with
  * an argument vector (the exec is an execve(), no shell ever parses the
- * words or the path), and the collection of its exit on the loop.
+ * words or the path), the collection of its exit on the loop, and the
+ * queue of segments waiting for a free slot.
  */
 #include <signal.h>
 #include <spawn.h>
@@ -15,7 +16,53 @@
 struct hook {
 	sd_event *event;
 	sd_event_source *children[HOOK_MAX_RUNNING];	/* NULL: free slot */
+	char **queue[HOOK_MAX_QUEUED];	/* ring of owned argument vectors, path included */
+	size_t head, nr_queued;
+	struct hook_stats stats;
 };
+
+static char **strv_free(char **v)
+{
+	if (!v)
+		return NULL;
+	for (size_t i = 0; v[i]; i++)
+		free(v[i]);
+	free(v);
+	return NULL;
+}
+
+/* The segment path: the last argument. */
+static const char *strv_last(char **v)
+{
+	size_t n = 0;
+
+	while (v[n])
+		n++;
+	return n ? v[n - 1] : "?";
+}
+
+static int start_argv(struct hook *h, char **v);
+
+/* Start the oldest waiting hooks while a slot is free. Logs what cannot start. */
+static void drain_queue(struct hook *h)
+{
+	while (h->nr_queued) {
+		char **v = h->queue[h->head];
+		int r;
+
+		r = start_argv(h, v);
+		if (r == -EBUSY)
+			return;
+		h->head = (h->head + 1) % HOOK_MAX_QUEUED;
+		h->nr_queued--;
+		if (r < 0) {
+			h->stats.failed++;
+			log_errno(LOG_WARNING, r, "cannot run the segment hook for '%s', continuing",
+				  strv_last(v));
+			strv_free(v);
+		}
+	}
+}
 
 int hook_new(sd_event *e, struct hook **ret)
 {
@@ -34,6 +81,8 @@ struct hook *hook_free(struct hook *h)
 		return NULL;
 	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++)
 		sd_event_source_disable_unref(h->children[i]);
+	for (size_t i = 0; i < h->nr_queued; i++)
+		strv_free(h->queue[(h->head + i) % HOOK_MAX_QUEUED]);
 	sd_event_unref(h->event);
 	free(h);
 	return NULL;
@@ -46,14 +95,17 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
 	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++)
 		if (h->children[i] == s)
 			h->children[i] = NULL;
-	if (si->si_code != CLD_EXITED || si->si_status != 0)
+	if (si->si_code != CLD_EXITED || si->si_status != 0) {
+		h->stats.failed++;
 		log_warn("segment hook (pid %d) failed with %s %d, continuing", (int)si->si_pid,
 			 si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
+	}
 	sd_event_source_unref(s);
+	drain_queue(h);
 	return 0;
 }
 
-/* argv with path appended; the strings stay borrowed. NULL on ENOMEM. */
+/* A copy of argv with path appended (owned). NULL on ENOMEM. */
 static char **argv_with(char *const *argv, const char *path)
 {
 	size_t n = 0;
@@ -64,9 +116,11 @@ static char **argv_with(char *const *argv, const char *path)
 	v = calloc(n + 2, sizeof(*v));
 	if (!v)
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		v[i] = argv[i];
-	v[n] = (char *)path;
+	for (size_t i = 0; i <= n; i++) {
+		v[i] = strdup(i < n ? argv[i] : path);
+		if (!v[i])
+			return strv_free(v);
+	}
 	return v;
 }
 
@@ -103,25 +157,21 @@ static int spawn(char *const *argv, pid_t *ret_pid)
 	return -r;
 }
 
-int hook_run(struct hook *h, char *const *argv, const char *path)
+/* Start v in a free slot. v stays the caller's. Returns 0, -EBUSY or -errno. */
+static int start_argv(struct hook *h, char **v)
 {
-	_cleanup_free_ char **v = NULL;
 	size_t slot;
 	pid_t pid;
 	int r;
 
-	if (!argv || !argv[0])
-		return 0;
 	for (slot = 0; slot < HOOK_MAX_RUNNING && h->children[slot]; slot++)
 		;
 	if (slot == HOOK_MAX_RUNNING)
 		return -EBUSY;
-	v = argv_with(argv, path);
-	if (!v)
-		return -ENOMEM;
 	r = spawn(v, &pid);
 	if (r < 0)
 		return r;
+	h->stats.started++;
 	/*
 	 * The source is released by on_child_exit(). After the loop has
 	 * finished (the last segment, at the stop) the hook runs on but its
@@ -129,5 +179,51 @@ int hook_run(struct hook *h, char *const *argv, const char *path)
 	 */
 	if (sd_event_add_child(h->event, &h->children[slot], pid, WEXITED, on_child_exit, h) < 0)
 		h->children[slot] = NULL;
+	strv_free(v);
 	return 0;
+}
+
+int hook_run(struct hook *h, char *const *argv, const char *path)
+{
+	char **v;
+	int r;
+
+	if (!argv || !argv[0])
+		return 0;
+	v = argv_with(argv, path);
+	if (!v)
+		return -ENOMEM;
+	/* the waiting ones first, in order */
+	drain_queue(h);
+	r = h->nr_queued ? -EBUSY : start_argv(h, v);
+	if (r != -EBUSY) {
+		if (r < 0) {
+			h->stats.failed++;
+			strv_free(v);
+		}
+		return r;
+	}
+	if (h->nr_queued == HOOK_MAX_QUEUED) {
+		char **old = h->queue[h->head];
+
+		log_warn("%d segment hooks waiting: not running it for '%s', continuing",
+			 HOOK_MAX_QUEUED, strv_last(old));
+		h->head = (h->head + 1) % HOOK_MAX_QUEUED;
+		h->nr_queued--;
+		h->stats.dropped++;
+		strv_free(old);
+	}
+	h->queue[(h->head + h->nr_queued) % HOOK_MAX_QUEUED] = v;
+	h->nr_queued++;
+	h->stats.deferred++;
+	return 1;
+}
+
+void hook_get_stats(const struct hook *h, struct hook_stats *ret)
+{
+	*ret = h->stats;
+	ret->queued = (unsigned)h->nr_queued;
+	ret->running = 0;
+	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++)
+		ret->running += h->children[i] != NULL;
 }

@@ -96,9 +96,9 @@ static void on_segment(void *userdata, const char *path)
 	int r;
 
 	r = hook_run(d->hook, d->cfg.hook_argv, path);
-	if (r == -EBUSY)
-		log_warn("%d segment hooks still running, not running it for '%s', continuing",
-			 HOOK_MAX_RUNNING, path);
+	if (r > 0)
+		log_debug("%d segment hooks still running: the one for '%s' waits", HOOK_MAX_RUNNING,
+			  path);
 	else if (r < 0)
 		log_errno(LOG_WARNING, r, "cannot run the segment hook, continuing");
 }
@@ -325,6 +325,7 @@ static int daemon_start(struct daemon *d)
 	d->cfg_in_force = &d->cfg;
 	d->commands = (struct commands){
 		.cfg = &d->cfg_in_force,
+		.hook = d->hook,
 		.reload = reload_request,
 		.userdata = d,
 	};

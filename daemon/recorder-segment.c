@@ -153,68 +153,125 @@ static int write_cpu_stats(struct recorder *rec, struct archive_segment *seg)
 	return r;
 }
 
-static int segment_end(void *userdata, struct archive_segment *seg)
+/* The kallsyms subset for the stacks the segment holds and the functions events name. */
+static int write_symbols(struct recorder *rec, struct archive_segment *seg)
 {
-	struct recorder *rec = userdata;
+	/*
+	 * Besides the stacks' frames, the functions that print events name:
+	 * a trace_marker line is a print event whose ip is in
+	 * tracing_mark_write(), the daemon's own markers included.
+	 */
+	static const char *const event_functions[] = { "tracing_mark_write",
+						       "tracing_mark_raw_write" };
 	struct buf syms = { 0 };
 	int r;
 
-	r = tracing_collect_tasks(rec->tracing, append_file_to, seg->writer);
-	if (r < 0)
-		return r;
-	if (rec->gens) {
-		r = generations_segment_end(rec->gens, seg);
-		if (r < 0)
-			return r;
-	}
-	if (rec->ksyms) {
-		/*
-		 * Besides the stacks' frames, the functions that print events
-		 * name: a trace_marker line is a print event whose ip is in
-		 * tracing_mark_write(), the daemon's own markers included.
-		 */
-		static const char *const event_functions[] = { "tracing_mark_write",
-							       "tracing_mark_raw_write" };
+	for (size_t i = 0; i < ARRAY_SIZE(event_functions); i++) {
+		uint64_t a = ksyms_address_of(rec->ksyms, event_functions[i]);
 
-		for (size_t i = 0; i < ARRAY_SIZE(event_functions); i++) {
-			uint64_t a = ksyms_address_of(rec->ksyms, event_functions[i]);
-
-			if (a && buf_append(&seg->addrs, &a, sizeof(a)) < 0)
-				return -ENOMEM;
-		}
-		r = ksyms_subset(rec->ksyms, (const uint64_t *)seg->addrs.data, seg->addrs.len / 8,
-				 &syms);
-		if (r >= 0 && syms.len)
-			r = segment_writer_append_file(seg->writer, "kallsyms", syms.data, syms.len,
-						       rec->cfg->compression_level);
-		buf_done(&syms);
-		if (r < 0)
-			return r;
+		if (a && buf_append(&seg->addrs, &a, sizeof(a)) < 0)
+			return -ENOMEM;
 	}
-	if (rec->gens) {
-		uint64_t refs = 0, unresolved = 0;
-
-		/* exactly what a reader of this segment will not resolve */
-		r = stack_audit_unresolved(segment_writer_path(seg->writer), &rec->layout,
-					   &refs, &unresolved);
-		if (r < 0)
-			log_errno(LOG_WARNING, r, "cannot count the unresolved stack ids of '%s', continuing",
-				  segment_writer_path(seg->writer));
-		seg->unresolved = unresolved;
-		rec->unresolved += unresolved;
-		if (unresolved)
-			log_notice("%" PRIu64 " of %" PRIu64 " stack ids in '%s' cannot be resolved "
-				   "(reset windows)", unresolved, refs, segment_writer_path(seg->writer));
-	}
-	r = write_cpu_stats(rec, seg);
-	if (r < 0 || !rec->gens)
-		return r;
-	r = generations_stats(rec->gens, &syms);
-	if (r == 0)
-		r = segment_writer_append(seg->writer, SEGMENT_REC_STATS, SEGMENT_NO_CPU, syms.data,
-					  syms.len, 0, NULL);
+	r = ksyms_subset(rec->ksyms, (const uint64_t *)seg->addrs.data, seg->addrs.len / 8, &syms);
+	if (r >= 0 && syms.len)
+		r = segment_writer_append_file(seg->writer, "kallsyms", syms.data, syms.len,
+					       rec->cfg->compression_level);
 	buf_done(&syms);
 	return r;
+}
+
+/* Count what a reader of this segment will not resolve, for its index. */
+static void count_unresolved(struct recorder *rec, struct archive_segment *seg)
+{
+	uint64_t refs = 0, unresolved = 0;
+	int r;
+
+	r = stack_audit_unresolved(segment_writer_path(seg->writer), &rec->layout, &refs, &unresolved);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot count the unresolved stack ids of '%s', continuing",
+			  segment_writer_path(seg->writer));
+	seg->unresolved = unresolved;
+	rec->unresolved += unresolved;
+	if (unresolved)
+		log_notice("%" PRIu64 " of %" PRIu64 " stack ids in '%s' cannot be resolved "
+			   "(reset windows)", unresolved, refs, segment_writer_path(seg->writer));
+}
+
+static int write_gen_stats(struct recorder *rec, struct archive_segment *seg)
+{
+	struct buf s = { 0 };
+	int r;
+
+	r = generations_stats(rec->gens, &s);
+	if (r == 0)
+		r = segment_writer_append(seg->writer, SEGMENT_REC_STATS, SEGMENT_NO_CPU, s.data,
+					  s.len, 0, NULL);
+	buf_done(&s);
+	return r;
+}
+
+/*
+ * The segment's tail. What resolves its stack ids (the stack-map tables,
+ * the kallsyms subset) goes first: on a full disk, whatever fits should be
+ * what makes the events readable. A record that fails does not stop the
+ * ones after it (a smaller one may still fit); if the tables or symbols
+ * are missing, the index says so (TABLES_MISSING) and a NOTE says what
+ * failed, so that no reader takes the segment for a complete one.
+ */
+static int segment_end(void *userdata, struct archive_segment *seg)
+{
+	struct recorder *rec = userdata;
+	const char *missing[4];
+	size_t nr_missing = 0;
+	bool tables_missing = false;
+	int r, first = 0;
+
+	if (rec->gens) {
+		r = generations_segment_end(rec->gens, seg);
+		if (r < 0) {
+			first = first ? first : r;
+			missing[nr_missing++] = "stack tables";
+			tables_missing = true;
+		}
+	}
+	if (rec->ksyms) {
+		r = write_symbols(rec, seg);
+		if (r < 0) {
+			first = first ? first : r;
+			missing[nr_missing++] = "kallsyms";
+			tables_missing = true;
+		}
+	}
+	if (rec->gens && !tables_missing)
+		count_unresolved(rec, seg);
+	r = tracing_collect_tasks(rec->tracing, append_file_to, seg->writer);
+	if (r < 0) {
+		first = first ? first : r;
+		missing[nr_missing++] = "task names";
+	}
+	r = write_cpu_stats(rec, seg);
+	if (r >= 0 && rec->gens)
+		r = write_gen_stats(rec, seg);
+	if (r < 0) {
+		first = first ? first : r;
+		missing[nr_missing++] = "statistics";
+	}
+	if (tables_missing)
+		seg->index_flags |= SEGMENT_INDEX_F_TABLES_MISSING;
+	if (nr_missing) {
+		_cleanup_free_ char *note = NULL;
+		struct buf list = { 0 };
+
+		for (size_t i = 0; i < nr_missing; i++)
+			(void)buf_printf(&list, "%s%s", i ? ", " : "", missing[i]);
+		if (strprintf(&note, "the end of this segment could not all be written (%s): "
+			      "missing %s%s", strerror(-first), list.data ? (char *)list.data : "",
+			      tables_missing ? "; its stack ids may be unresolved" : "") == 0)
+			(void)segment_writer_append(seg->writer, SEGMENT_REC_NOTE, SEGMENT_NO_CPU,
+						    note, strlen(note), 0, NULL);
+		buf_done(&list);
+	}
+	return first;
 }
 
 static void segment_finished(void *userdata, const char *path, const struct archive_segment *seg)
@@ -234,6 +291,14 @@ static void segment_finished(void *userdata, const char *path, const struct arch
 		   "finished segment '%s': %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
 		   " daemon stacks",
 		   path, events, lost, seg->dstacks);
+	if (rec->on_segment)
+		rec->on_segment(rec->userdata, path);
+}
+
+static void segment_recovered(void *userdata, const char *path)
+{
+	struct recorder *rec = userdata;
+
 	if (rec->on_segment)
 		rec->on_segment(rec->userdata, path);
 }
@@ -319,5 +384,6 @@ const struct archive_hooks recorder_archive_hooks = {
 	.begin = segment_begin,
 	.end = segment_end,
 	.finished = segment_finished,
+	.recovered = segment_recovered,
 };
 

@@ -89,6 +89,9 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 	ret->write_outage_since_usec = as.outage_since_usec;
 	ret->write_outages = as.outages;
 	ret->quarantined = as.quarantined;
+	ret->recovered = as.recovered;
+	ret->unrecovered = as.unrecovered;
+	ret->salvaged = as.salvaged;
 	(void)recorder_healthy(rec, &ret->unhealthy);
 	ret->cpus_offline = rec->cpus_offline;
 	ret->cpus_added = rec->cpus_added;

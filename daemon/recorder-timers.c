@@ -61,13 +61,16 @@ static int on_age_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* Retention on a timer too: space is freed even when no segment is finished (a full disk). */
+/*
+ * Retention on a timer too: space is freed even when no segment is
+ * finished (a full disk); and what a write error left to do is retried.
+ */
 static int on_retention_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct recorder *rec = userdata;
 
-	if (rec->state == RECORDER_RECORDING)
-		archive_enforce_retention(rec->archive);
+	if (rec->state == RECORDER_RECORDING && !(rec->gens && generations_busy(rec->gens)))
+		archive_tick(rec->archive);
 	return sd_event_source_set_time_relative(s, RETENTION_INTERVAL_USEC);
 }
 

@@ -67,6 +67,9 @@ struct recorder_status {
 	uint64_t write_outage_since_usec;	/* CLOCK_REALTIME */
 	uint64_t write_outages;		/* since start */
 	uint64_t quarantined;		/* files set aside at start */
+	uint64_t recovered;		/* unfinished segments of earlier runs finished */
+	uint64_t unrecovered;		/* ... not yet (a write error): retried every second */
+	uint64_t salvaged;		/* segments finished by recovery after a write error */
 	const char *unhealthy;		/* static reason, NULL when healthy */
 	unsigned cpus_offline;
 	uint64_t cpus_added;		/* CPUs that came online and got a reader */

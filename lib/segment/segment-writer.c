@@ -350,6 +350,11 @@ uint32_t segment_writer_records(const struct segment_writer *w)
 	return w->records;
 }
 
+int segment_writer_error(const struct segment_writer *w)
+{
+	return w->error;
+}
+
 const char *segment_writer_path(const struct segment_writer *w)
 {
 	assert(w);

@@ -62,6 +62,7 @@ enum segment_gen_kind {
 #define SEGMENT_INDEX_F_TRUNCATED 0x1
 #define SEGMENT_INDEX_F_FINAL 0x2
 #define SEGMENT_INDEX_F_SEEK 0x4	/* a seek table follows the CPU lines */
+#define SEGMENT_INDEX_F_TABLES_MISSING 0x8	/* stack tables or symbols could not all be written */
 
 /* One CPU's line in the index (host byte order in memory, LE on disk). */
 struct segment_cpu_index {
@@ -162,6 +163,13 @@ uint64_t segment_writer_size(const struct segment_writer *w);
 
 /* Records written so far. */
 uint32_t segment_writer_records(const struct segment_writer *w);
+
+/*
+ * 0, or the -errno that made the writer unusable (a failed write whose cut
+ * back failed too): nothing more can be appended, the .part file holds the
+ * records before it and is finished by segment_recover().
+ */
+int segment_writer_error(const struct segment_writer *w);
 
 /* Path of the file as it is now (the .part name until finished). Borrowed. */
 const char *segment_writer_path(const struct segment_writer *w);

@@ -15,7 +15,7 @@ need_tracefs
 
 rounds=${KILL_ROUNDS:-10}
 arch=$ftmp/archive
-fault_conf "$ftmp/c.conf" "$arch" stackmap.snapshot_interval=200ms archive.max_segments=4 \
+fault_conf "$ftmp/c.conf" "$arch" stackmap.snapshot_interval=200ms archive.max_segments=8 \
 	archive.segment_size=1M
 start_load 2
 
@@ -27,10 +27,13 @@ done) &
 at_exit "kill $!"
 
 left=()
+declare -A left_events=()
+recovered=0 recovered_events=0
 for round in $(seq 1 "$rounds"); do
 	start_recording "$ftmp/c.conf" "$ftmp/d.$round.log" "round $round: "
 	for p in "${left[@]}"; do
-		[ ! -e "$p" ] || fail "round $round: '$p' was not recovered at start"
+		check_recovered "round $round" "$p" "${left_events[$p]}" "$ftmp/d.$round.log"
+		recovered=$((recovered + 1)) recovered_events=$((recovered_events + left_events[$p]))
 	done
 	sleep "$((RANDOM % 2)).$((RANDOM % 10))$((RANDOM % 10))"
 	kill -9 "$DAEMON_PID"
@@ -41,15 +44,25 @@ for round in $(seq 1 "$rounds"); do
 	parts=("$arch"/*.smseg.part)
 	check_finished "round $round" "${segs[@]}"
 	[ ${#parts[@]} -le 2 ] || fail "round $round: ${#parts[@]} unfinished segments"
-	for p in "${parts[@]}"; do check_part "round $round" "$p"; done
+	left_events=()
+	for p in "${parts[@]}"; do
+		check_part "round $round" "$p" kill
+		left_events[$p]=$(part_events "$p")
+		[ -n "${left_events[$p]}" ] || fail "round $round: cannot count the events of '$p'"
+	done
 	left=("${parts[@]}")
 	note "round $round: ${#segs[@]} finished, ${#parts[@]} unfinished"
 done
 
 start_recording "$ftmp/c.conf" "$ftmp/d.final.log" "final: "
+for p in "${left[@]}"; do
+	check_recovered final "$p" "${left_events[$p]}" "$ftmp/d.final.log"
+	recovered=$((recovered + 1)) recovered_events=$((recovered_events + left_events[$p]))
+done
 stop_daemon || { cat "$ftmp/d.final.log"; fail "final stop exited $?"; }
 check_only_segments final "$arch"
 segs=("$arch"/*.smseg)
 check_finished final "${segs[@]}"
-note "$rounds kills, ${#segs[@]} segments left, all verify"
+note "$rounds kills, ${#segs[@]} segments left, all verify; $recovered unfinished segments" \
+	"recovered with all their $recovered_events events (${RECOVERED_CHECKED:-0} counted before retention)"
 exit 0

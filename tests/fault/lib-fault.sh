@@ -76,6 +76,41 @@ status_field() {
 	ctl status --json 2>/dev/null | grep -o "\"$1\": *[0-9.]*" | head -n 1 | sed 's/.*: *//'
 }
 
+# write_dropped: the events dropped since start because writing failed
+# (status write_outage.dropped_events: not the kernel's own losses).
+write_dropped() {
+	ctl status --json > "$ftmp/status-wd.json" 2> /dev/null &&
+		json_value "$ftmp/status-wd.json" 'r["write_outage"]["dropped_events"]'
+}
+
+# stats_dropped FILE...: the write_dropped_events of every STATS record in
+# the segments, added up (STATS payloads are stored uncompressed). At least
+# the drops status counts: more when a loss record was repeated (written
+# in part, then again), or left in a segment by an earlier run.
+stats_dropped() {
+	cat "$@" | grep -ao 'write_dropped_events=[0-9]*' | cut -d= -f2 | awk '{ n += $1 } END { print n + 0 }'
+}
+
+# index_lost FILE...: the lost events of the segments' indexes, added up
+# (write drops included: they are added to the index of the segment that
+# records them).
+index_lost() {
+	"$STACKMAPCTL" info --json "$@" 2> /dev/null | python3 -c '
+import json, sys
+n = 0
+dec = json.JSONDecoder()
+text = sys.stdin.read()
+i = 0
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    o, i = dec.raw_decode(text, i)
+    for r in (o if isinstance(o, list) else [o]):
+        n += r.get("lost_events", 0)
+print(n)'
+}
+
 # check_finished WHAT FILE...: every file is a complete, intact segment.
 check_finished() {
 	local what=$1
@@ -85,18 +120,49 @@ check_finished() {
 		{ grep -v ': ok,' "$ftmp/verify.out"; fail "$what: a finished segment does not verify"; }
 }
 
-# check_part WHAT FILE: an unfinished segment reads up to its last complete
-# record (verify says unfinished or damaged at some offset, never
-# unreadable), and report neither crashes nor hangs on it.
+# check_part WHAT FILE [KILL]: an unfinished segment reads up to its last
+# complete record (verify says unfinished or damaged at some offset, never
+# unreadable), and report neither crashes nor hangs on it. With KILL (the
+# daemon was killed, the machine did not crash), only a record cut short
+# at the end may be damaged: nothing else can go wrong in the file.
 check_part() {
-	local what=$1 p=$2 st rc=0
-	st=$("$STACKMAPCTL" verify --json "$p" 2>/dev/null | grep -o '"status":"[a-z]*"')
-	case $st in
-	*unfinished* | *damaged* | *'"ok"'*) ;;
-	*) fail "$what: unfinished segment '$p' is unreadable: $st" ;;
+	local what=$1 p=$2 kill=${3:-} rc=0
+	"$STACKMAPCTL" verify --json "$p" > "$ftmp/part.json" 2> /dev/null
+	case $(json_value "$ftmp/part.json" 'r["status"]' 2> /dev/null) in
+	unfinished | ok) ;;
+	damaged)
+		[ -z "$kill" ] || json "$ftmp/part.json" 'r.get("cut_short")' ||
+			fail "$what: unfinished segment '$p' is damaged before its end after a kill: $(cat "$ftmp/part.json")"
+		;;
+	*) fail "$what: unfinished segment '$p' is unreadable: $(cat "$ftmp/part.json")" ;;
 	esac
 	timeout 60 "$STACKMAPCTL" report "$p" > /dev/null 2>&1 || rc=$?
 	[ $rc -le 1 ] || fail "$what: report of unfinished '$p' exited $rc"
+}
+
+# part_events FILE: the events an unfinished segment holds (from its pages).
+part_events() {
+	"$STACKMAPCTL" info --json "$1" 2> /dev/null > "$ftmp/part-info.json" &&
+		json_value "$ftmp/part-info.json" 'r["events"]'
+}
+
+# check_recovered WHAT PART EVENTS LOG: the start that wrote LOG recovered
+# PART (which held EVENTS events) as the finished segment of the same name,
+# with all of them; a .part without any event may be removed instead. If
+# retention has already deleted the recovered segment, LOG must name it.
+check_recovered() {
+	local what=$1 p=$2 n=$3 log=$4 final=${2%.part} got
+	[ ! -e "$p" ] || fail "$what: '$p' was not recovered at start"
+	if [ -f "$final" ]; then
+		got=$(part_events "$final")
+		[ "${got:-0}" -ge "$n" ] ||
+			fail "$what: '${final##*/}' was recovered with ${got:-no} events, the .part held $n"
+		RECOVERED_CHECKED=$((${RECOVERED_CHECKED:-0} + 1))
+	elif grep -qF "recovered the unfinished segment '$p' as '$final'" "$log"; then
+		: # recovered, and deleted since by retention
+	else
+		[ "$n" = 0 ] || fail "$what: '${p##*/}' held $n events and was removed, not recovered"
+	fi
 }
 
 # check_only_segments WHAT DIR: nothing but finished segments in DIR.

@@ -162,6 +162,27 @@ wait_lines "$tmp/fail.hooked" ${#segs[@]} || fail "fail: the hook ran $(wc -l < 
 no_log_errors "$tmp/daemon.fail.log" fail
 note "failing hook: ${#segs[@]} segments finished, each failure a warning"
 
+# ---- a slow hook: the segments that find 8 hooks running wait their turn ----
+conf slow
+hook slow "while [ ! -e '$tmp/slow.release' ]; do sleep 0.1; done"
+run slow 10
+ctl status --json > "$tmp/slow.status" || fail "slow: status failed"
+json "$tmp/slow.status" 'r["hook"]["running"] == 8 and r["hook"]["queued"] >= 2' ||
+	fail "slow: status does not show 8 hooks running and the others waiting: $(grep -o '"hook":{[^}]*}' "$tmp/slow.status")"
+[ "$(wc -l < "$tmp/slow.hooked")" = 8 ] || fail "slow: $(wc -l < "$tmp/slow.hooked") hooks run at once"
+touch "$tmp/slow.release"
+wait_lines "$tmp/slow.hooked" 10 ||
+	fail "slow: the hook ran for $(wc -l < "$tmp/slow.hooked") segments: those that waited never ran"
+ctl status --json > "$tmp/slow.status" || fail "slow: status failed"
+json "$tmp/slow.status" 'r["hook"]["deferred"] >= 2 and r["hook"]["dropped"] == 0' ||
+	fail "slow: status does not count the hooks that waited: $(grep -o '"hook":{[^}]*}' "$tmp/slow.status")"
+stop_daemon_ok "$tmp/daemon.slow.log" slow
+list_segments "$tmp/slow"
+head -n 10 "$tmp/slow.hooked" | diff - <(printf '%s\n' "${segs[@]}" | head -n 10) > "$tmp/slow.diff" ||
+	fail "slow: the hooks did not run for the first segments, oldest first: $(cat "$tmp/slow.diff")"
+no_log_errors "$tmp/daemon.slow.log" slow
+note "slow hook: 8 ran at once, $(json_value "$tmp/slow.status" 'r["hook"]["deferred"]') waited and ran later"
+
 # ---- a hook that hangs: recording goes on, the stop does not wait ----
 conf hang
 hook hang "echo \$\$ >> '$tmp/hang.pids'
@@ -170,8 +191,9 @@ run hang 12
 n1=$(grep -c 'finished segment' "$tmp/daemon.hang.log")
 wait_until 60 more_segments "$tmp/daemon.hang.log" "$n1" ||
 	fail "hang: no segment finished in 60 s while hooks hang"
-grep -q 'segment hooks still running, not running it' "$tmp/daemon.hang.log" ||
-	fail "hang: no warning about the hooks still running"
+ctl status --json > "$tmp/hang.status" || fail "hang: status failed"
+json "$tmp/hang.status" 'r["hook"]["running"] == 8 and r["hook"]["queued"] >= 1' ||
+	fail "hang: status does not show 8 hooks running and the others waiting: $(grep -o '"hook":{[^}]*}' "$tmp/hang.status")"
 wait_lines "$tmp/hang.pids" 8 || fail "hang: $(wc -l < "$tmp/hang.pids") hooks started"
 [ "$(wc -l < "$tmp/hang.pids")" = 8 ] || fail "hang: $(wc -l < "$tmp/hang.pids") hooks run at once"
 stop_daemon_ok "$tmp/daemon.hang.log" hang

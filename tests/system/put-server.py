@@ -6,7 +6,9 @@ put-server.py ROOT PORT LOG [TOKEN]
 Each PUT of /a/b is stored as ROOT/a/b (written to a temporary name and
 renamed once the whole body arrived, so an upload cut short leaves
 nothing) and appended to LOG as "PATH SIZE SHA256" after the rename. With
-TOKEN, a request without "Authorization: Bearer TOKEN" gets 401.
+TOKEN, a request without "Authorization: Bearer TOKEN" gets 401. A PUT
+whose path holds one of the comma-separated strings of the environment
+variable PUT_REFUSE gets 413 (Payload Too Large), a refusal for good.
 """
 import hashlib
 import http.server
@@ -15,6 +17,7 @@ import sys
 
 root, port, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 token = sys.argv[4] if len(sys.argv) > 4 else None
+refuse = [r for r in os.environ.get("PUT_REFUSE", "").split(",") if r]
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -24,6 +27,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_PUT(self):
         if token and self.headers.get("Authorization") != "Bearer " + token:
             self.send_error(401)
+            return
+        if any(r in self.path for r in refuse):
+            left = int(self.headers.get("Content-Length", "0"))
+            while left > 0:
+                data = self.rfile.read(min(left, 65536))
+                if not data:
+                    break
+                left -= len(data)
+            with open(log, "a") as f:
+                f.write("%s refused\n" % self.path.lstrip("/"))
+            self.send_error(413)
             return
         rel = os.path.normpath(self.path.lstrip("/"))
         if rel.startswith("..") or "Content-Length" not in self.headers:
