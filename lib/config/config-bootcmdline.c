@@ -116,3 +116,35 @@ int config_boot_cmdline(const struct config *c, char **ret)
 	*ret = steal_ptr(line);
 	return 0;
 }
+
+/*
+ * The crash buffer: reserve_mem= keeps SIZE bytes at the same physical
+ * address across a warm reboot (Linux 6.12), trace_instance=NAME@LABEL
+ * puts an instance's ring buffer in them. "^traceoff" keeps the instance
+ * from recording at the next boot before stackmapd has saved what the
+ * previous boot left in it; the events after the comma are enabled at
+ * boot (the instance syntax has no stacktrace option or trigger: stackmapd
+ * sets those when it starts the instance).
+ */
+int config_crash_cmdline(const struct config *c, char **ret)
+{
+	_cleanup_free_ char *events = NULL, *line = NULL;
+	char size[32];
+
+	if (!c->crash_buffer_size)
+		return -ENODATA;
+	for (unsigned i = 0; i < c->nr_events; i++) {
+		_cleanup_free_ char *ev = NULL;
+
+		if (strprintf(&ev, "%s:%s", c->events[i].system, c->events[i].name) < 0 ||
+		    config_append_word(&events, ",", ev) < 0)
+			return -ENOMEM;
+	}
+	if (strprintf(&line, "reserve_mem=%s:4096:%s trace_instance=%s^traceoff@%s%s%s",
+		      config_format_size(c->crash_buffer_size, size), CONFIG_CRASH_INSTANCE,
+		      CONFIG_CRASH_INSTANCE, CONFIG_CRASH_INSTANCE, events ? "," : "",
+		      events ?: "") < 0)
+		return -ENOMEM;
+	*ret = steal_ptr(line);
+	return 0;
+}

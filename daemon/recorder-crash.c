@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The recorder's side of the crash buffer (crash-buffer.h): at start,
+ * before anything new is recorded, the previous boot's black box becomes
+ * a segment of its own (its boot id, marked as a crash capture, with how
+ * the boot ended, its clock pairs, kernel symbols placed with the text
+ * delta, its pages as the kernel kept them); then the buffer is armed for
+ * this boot, a timer writes its clock markers, and a clean stop says so
+ * in it. The META and NOTE fields are in doc/segment-format.md.
+ */
+#include <inttypes.h>
+
+#include "archive.h"
+#include "config.h"
+#include "cpu_reader.h"
+#include "crash-buffer.h"
+#include "ksyms.h"
+#include "log.h"
+#include "recorder-internal.h"
+#include "segment.h"
+#include "tracing.h"
+#include "util.h"
+
+static bool kernel_changed(const struct recorder *rec, const struct crash_previous *p)
+{
+	return !p->kernel_release || !p->kernel_version ||
+	       !streq(p->kernel_release, rec->uts.release) ||
+	       !streq(p->kernel_version, rec->uts.version);
+}
+
+int recorder_crash_meta(struct recorder *rec, struct buf *m)
+{
+	const struct crash_previous *p = rec->capture;
+	uint64_t first = p->nr_pairs ? p->pairs[0].realtime / 1000 : 0;
+	uint64_t last = 0;
+
+	/* the wall-clock time of the last line: the last pair's offset applies after it */
+	if (p->nr_pairs && p->last_ts >= p->pairs[p->nr_pairs - 1].trace)
+		last = (p->pairs[p->nr_pairs - 1].realtime +
+			(p->last_ts - p->pairs[p->nr_pairs - 1].trace)) / 1000;
+	return buf_printf(m,
+			  "capture=crash\ncapture_boot_end=%s\ncapture_first_usec=%" PRIu64
+			  "\ncapture_last_usec=%" PRIu64 "\ncapture_last_ts=%" PRIu64
+			  "\ncapture_stop_ts=%" PRIu64 "\ncapture_text_delta=%" PRId64
+			  "\ncapture_kernel_changed=%s\ncapture_current_boot_id=%s\n",
+			  p->clean ? "clean" : "unclean", first, last, p->last_ts, p->stop_ts,
+			  p->text_delta, kernel_changed(rec, p) ? "yes" : "no",
+			  rec->boot_id ?: "");
+}
+
+int recorder_crash_segment_begin(struct recorder *rec, struct archive_segment *seg)
+{
+	const struct crash_previous *p = rec->capture;
+	_cleanup_free_ char *note = NULL;
+	int r;
+
+	for (size_t i = 0; i < p->nr_pairs; i++) {
+		uint8_t b[WALLCLOCK_PAIR_SIZE];
+
+		wallclock_pair_encode(&p->pairs[i], b);
+		r = segment_writer_append(seg->writer, SEGMENT_REC_CLOCK, SEGMENT_NO_CPU, b,
+					  sizeof(b), 0, NULL);
+		if (r < 0)
+			return r;
+	}
+	r = strprintf(&note, "crash capture: the last %s of boot %s, saved from the crash buffer "
+		      "at the next boot (%s); %s",
+		      p->nr_pairs ? "seconds" : "events", p->boot_id, rec->boot_id ?: "unknown",
+		      p->clean ? "the daemon had stopped cleanly" :
+				 "the boot ended without a clean stop of the daemon");
+	if (r < 0)
+		return r;
+	r = segment_writer_append(seg->writer, SEGMENT_REC_NOTE, SEGMENT_NO_CPU, note,
+				  strlen(note), 0, NULL);
+	if (r < 0 || !kernel_changed(rec, p))
+		return r;
+	free(note);
+	note = NULL;
+	if (strprintf(&note, "the kernel changed since that boot (%s %s, now %s %s): event "
+		      "formats and symbols are this kernel's and may not fit its events",
+		      p->kernel_release ?: "?", p->kernel_version ?: "?", rec->uts.release,
+		      rec->uts.version) < 0)
+		return -ENOMEM;
+	return segment_writer_append(seg->writer, SEGMENT_REC_NOTE, SEGMENT_NO_CPU, note,
+				     strlen(note), 0, NULL);
+}
+
+/*
+ * Move each "ADDR TYPE NAME" line of a kallsyms subset by -delta: the
+ * stacks hold the previous boot's addresses, this kernel's symbols are
+ * delta higher (last_boot_info).
+ */
+static int shift_lines(const struct buf *in, int64_t delta, struct buf *out)
+{
+	const char *p = (const char *)in->data, *end = p + in->len;
+	int r = 0;
+
+	while (r == 0 && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char *rest;
+		uint64_t a = strtoull(p, &rest, 16);
+
+		if (rest > p && rest <= p + len)
+			r = buf_printf(out, "%016" PRIx64 "%.*s\n", a - (uint64_t)delta,
+				       (int)(len - (size_t)(rest - p)), rest);
+		p += len + 1;
+	}
+	return r;
+}
+
+int recorder_crash_segment_end(struct recorder *rec, struct archive_segment *seg)
+{
+	static const char *const event_functions[] = { "tracing_mark_write",
+						       "tracing_mark_raw_write" };
+	const struct crash_previous *p = rec->capture;
+	struct buf syms = { 0 }, shifted = { 0 };
+	_cleanup_free_ uint64_t *addrs = NULL;
+	size_t n = seg->addrs.len / 8;
+	int r;
+
+	if (!rec->ksyms || kernel_changed(rec, p))
+		return 0;
+	addrs = calloc(n + ARRAY_SIZE(event_functions), sizeof(*addrs));
+	if (!addrs)
+		return -ENOMEM;
+	/* this kernel's address of each: the previous boot's plus the text delta */
+	for (size_t i = 0; i < n; i++)
+		addrs[i] = ((const uint64_t *)seg->addrs.data)[i] + (uint64_t)p->text_delta;
+	for (size_t i = 0; i < ARRAY_SIZE(event_functions); i++) {
+		uint64_t a = ksyms_address_of(rec->ksyms, event_functions[i]);
+
+		if (a)
+			addrs[n++] = a;
+	}
+	r = ksyms_subset(rec->ksyms, addrs, n, &syms);
+	if (r >= 0 && p->text_delta)
+		r = shift_lines(&syms, p->text_delta, &shifted);
+	if (r >= 0 && syms.len) {
+		const struct buf *b = p->text_delta ? &shifted : &syms;
+
+		r = segment_writer_append_file(seg->writer, "kallsyms", b->data, b->len,
+					       rec->cfg->compression_level);
+	}
+	buf_done(&syms);
+	buf_done(&shifted);
+	return r < 0 ? r : 0;
+}
+
+/* Read every CPU of the crash buffer into the open segment. */
+static int drain_crash_buffer(struct recorder *rec)
+{
+	int n = tracing_nr_cpus(rec->tracing);
+
+	for (int cpu = 0; cpu < n; cpu++) {
+		struct cpu_reader_params p = {
+			.instance = crash_buffer_instance(rec->crash),
+			.cpu = cpu,
+			.layout = &rec->layout,
+			.dedup = rec->layout.stack_ref_id >= 0 ? rec->dedup : NULL,
+			.archive = rec->archive,
+			.frame_size = rec->cfg->frame_size,
+			.compression_level = rec->cfg->compression_level,
+			.columns = rec->cfg->frame_encoding == CONFIG_FRAME_COLUMNS,
+			.stack_time_event = rec->cfg->stack_time == CONFIG_STACK_TIME_EVENT,
+			.formats = (const char *const *)rec->formats,
+			.nr_formats = rec->nr_formats,
+			.notify_fd = -1,
+		};
+		struct cpu_reader *reader = NULL;
+		int r;
+
+		/* an offline CPU kept its pages too, but has no trace_pipe_raw to read now */
+		if (!tracing_cpu_online(rec->tracing, cpu))
+			continue;
+		r = cpu_reader_new(&p, &reader);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot open CPU %d of the crash buffer", cpu);
+		r = cpu_reader_drain(reader);
+		cpu_reader_free(reader);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot read CPU %d of the crash buffer", cpu);
+	}
+	return 0;
+}
+
+/* The column encoder needs the recorded events' formats (open_readers sets them too). */
+static int collect_formats(struct recorder *rec)
+{
+	free(rec->formats);
+	rec->formats = calloc(rec->nr_files + 1, sizeof(*rec->formats));
+	if (!rec->formats)
+		return -ENOMEM;
+	rec->nr_formats = 0;
+	for (size_t i = 0; i < rec->nr_files; i++)
+		if (startswith(rec->files[i].name, "events/") &&
+		    strstr(rec->files[i].name, "/format"))
+			rec->formats[rec->nr_formats++] = rec->files[i].data;
+	return 0;
+}
+
+static int save_previous(struct recorder *rec, struct crash_previous *prev)
+{
+	_cleanup_free_ char *path = NULL;
+	char when[64] = "an unknown time";
+	int r;
+
+	r = collect_formats(rec);
+	if (r < 0)
+		return r;
+	r = tracing_nr_cpus(rec->tracing);
+	rec->nr_cpus = r > 0 ? (unsigned)r : 1;
+	rec->capture = prev;
+	r = archive_start(rec->archive);
+	if (r < 0) {
+		rec->capture = NULL;
+		return log_errno(LOG_ERR, r, "cannot start the crash capture segment");
+	}
+	r = drain_crash_buffer(rec);
+	/* a failed CPU still leaves the others' pages: finish what was written */
+	if (archive_close(rec->archive, &path) < 0 && r == 0)
+		r = -EIO;
+	rec->capture = NULL;
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot save the crash buffer of boot %s",
+				 prev->boot_id);
+	if (prev->nr_pairs) {
+		const struct wallclock_pair *lp = &prev->pairs[prev->nr_pairs - 1];
+
+		wallclock_format(lp->realtime + (prev->last_ts >= lp->trace ?
+						  prev->last_ts - lp->trace : 0), when, sizeof(when));
+	}
+	log_notice("saved the crash buffer of the previous boot %s (%s at %s) as '%s'",
+		   prev->boot_id, prev->clean ? "the daemon had stopped cleanly" :
+		   "ended without a clean stop", when, path ?: "?");
+	rec->crash_captured++;
+	return 0;
+}
+
+static int on_crash_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct recorder *rec = userdata;
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT;
+	int r;
+
+	if (crash_buffer_armed(rec->crash)) {
+		r = crash_buffer_mark_clock(rec->crash);
+		if (r < 0)
+			log_ratelimit_errno(&rl, LOG_WARNING, r,
+					    "cannot write a clock marker to the crash buffer, continuing");
+	}
+	return sd_event_source_set_time_relative(s, rec->cfg->crash_clock_interval_usec);
+}
+
+int recorder_crash_start(struct recorder *rec)
+{
+	struct crash_previous prev = {};
+	_cleanup_free_ char *why = NULL, *clock = NULL;
+	int r;
+
+	if (!rec->cfg->crash_buffer_size)
+		return 0;
+	r = crash_buffer_probe(tracing_dir(rec->tracing), &why);
+	if (r < 0) {
+		log_warn("%s; no crash buffer, continuing", why ?: "no crash buffer");
+		return 0;
+	}
+	r = crash_buffer_open(tracing_dir(rec->tracing), rec->cfg, &rec->crash);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot open the crash buffer instance '%s'",
+				 CONFIG_CRASH_INSTANCE);
+	r = crash_buffer_read_previous(rec->crash, rec->boot_id, &prev);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot read the crash buffer, continuing without what "
+			  "it holds");
+	else if (prev.boot_id)
+		(void)save_previous(rec, &prev);
+	else if (prev.lines)
+		log_info("the crash buffer holds %" PRIu64 " lines of this boot or of no stackmapd "
+			 "run: not saved", prev.lines);
+	crash_previous_done(&prev);
+
+	/* the recording's clock, so that both can be compared at the next boot */
+	clock = rec->cfg->clock ? strdup(rec->cfg->clock) : tracing_clock(rec->tracing);
+	r = crash_buffer_arm(rec->crash, rec->boot_id, rec->uts.release, rec->uts.version, clock);
+	if (r < 0) {
+		log_errno(LOG_WARNING, r, "cannot start the crash buffer, continuing without it");
+		return 0;
+	}
+	log_info("crash buffer armed: %" PRIu64 " KiB per CPU in instance '%s'",
+		 crash_buffer_cpu_bytes(rec->crash) / 1024, CONFIG_CRASH_INSTANCE);
+	r = sd_event_add_time_relative(rec->event, &rec->crash_timer, CLOCK_MONOTONIC,
+				       rec->cfg->crash_clock_interval_usec, 0, on_crash_timer, rec);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(rec->crash_timer, SD_EVENT_ON);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot set the crash buffer's clock timer, continuing");
+	return 0;
+}
+
+void recorder_crash_stop(struct recorder *rec)
+{
+	int r;
+
+	if (!crash_buffer_armed(rec->crash))
+		return;
+	r = crash_buffer_mark_stop(rec->crash);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot mark the clean stop in the crash buffer");
+}
+
+void recorder_crash_exclude(struct recorder *rec, const int *pids, size_t n)
+{
+	int r;
+
+	if (!crash_buffer_armed(rec->crash))
+		return;
+	r = crash_buffer_exclude_pids(rec->crash, pids, n);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot keep the daemon's tasks out of the crash buffer, "
+			  "continuing");
+}
+
+void recorder_crash_free(struct recorder *rec)
+{
+	rec->crash_timer = sd_event_source_disable_unref(rec->crash_timer);
+	rec->crash = crash_buffer_free(rec->crash);
+}
