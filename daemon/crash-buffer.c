@@ -20,6 +20,8 @@
 
 struct crash_buffer {
 	const struct config *cfg;		/* borrowed */
+	char boot_id[64];			/* this boot's, for the clock markers */
+	char release[128];
 	char *dir;				/* instances/NAME */
 	struct tracefs_instance *instance;
 	int marker_fd;
@@ -32,6 +34,7 @@ void crash_previous_done(struct crash_previous *p)
 	free(p->kernel_release);
 	free(p->kernel_version);
 	free(p->pairs);
+	free(p->overlap);
 	*p = (struct crash_previous){};
 }
 
@@ -104,6 +107,18 @@ static int write_in(struct crash_buffer *cb, const char *name, const char *value
 	if (strprintf(&path, "%s/%s", cb->dir, name) < 0)
 		return -ENOMEM;
 	return write_file(path, value);
+}
+
+/* Whether the file holds value ("[local] global" counts as local). */
+static bool option_is(struct crash_buffer *cb, const char *name, const char *value)
+{
+	_cleanup_free_ char *path = NULL, *v = NULL, *want = NULL;
+
+	if (strprintf(&path, "%s/%s", cb->dir, name) < 0 || read_file(path, &v, NULL) < 0 ||
+	    strprintf(&want, "[%s]", value) < 0)
+		return false;
+	v[strcspn(v, "\n")] = '\0';
+	return streq(v, value) || strstr(v, want);
 }
 
 uint64_t crash_buffer_cpu_bytes(const struct crash_buffer *cb)
@@ -187,8 +202,22 @@ static int parse_marker(struct crash_previous *p, const char *text, uint64_t ts)
 		p->stop_ts = 0;
 		return p->boot_id ? 0 : -ENOMEM;
 	}
-	if (sscanf(text, "clock %llu %llu", &real, &boot) == 2)
+	if (sscanf(text, "clock %llu %llu %63s", &real, &boot, id) >= 2) {
+		/* the boot marker may be overwritten: each clock marker names the boot too */
+		const char *rel = strstr(text, " release ");
+
+		if (!p->boot_id && strlen(id) > 8) {
+			p->boot_id = strdup(id);
+			if (!p->boot_id)
+				return -ENOMEM;
+		}
+		if (!p->kernel_release && rel) {
+			p->kernel_release = strndup(rel + 9, strcspn(rel + 9, " "));
+			if (!p->kernel_release)
+				return -ENOMEM;
+		}
 		return ts ? add_pair(p, ts, real, boot) : 0;
+	}
 	if (startswith(text, "stop clean")) {
 		p->clean = true;
 		p->stop_ts = ts;
@@ -271,7 +300,7 @@ static int write_marker(struct crash_buffer *cb, const char *text)
 
 int crash_buffer_mark_clock(struct crash_buffer *cb)
 {
-	char text[96];
+	char text[320];
 	uint64_t real, boot;
 	struct timespec ts;
 
@@ -280,8 +309,8 @@ int crash_buffer_mark_clock(struct crash_buffer *cb)
 	real = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 	(void)clock_gettime(CLOCK_BOOTTIME, &ts);
 	boot = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-	(void)snprintf(text, sizeof(text), CRASH_MARKER_PREFIX "clock %" PRIu64 " %" PRIu64 "\n",
-		       real, boot);
+	(void)snprintf(text, sizeof(text), CRASH_MARKER_PREFIX "clock %" PRIu64 " %" PRIu64
+		       " %s release %s\n", real, boot, cb->boot_id, cb->release);
 	return write_marker(cb, text);
 }
 
@@ -353,15 +382,23 @@ int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *r
 	int r;
 
 	cb->armed = false;
+	(void)snprintf(cb->boot_id, sizeof(cb->boot_id), "%s", boot_id ?: "unknown");
+	(void)snprintf(cb->release, sizeof(cb->release), "%s", release ?: "unknown");
 	r = write_in(cb, "tracing_on", "0");
 	/* the previous boot's data is saved by now (or given up): start empty */
 	if (r == 0)
 		r = write_in(cb, "trace", "0");
 	/* one clock with the recording: the two can be compared at the next boot */
-	if (r == 0 && clock && *clock)
+	if (r == 0 && clock && *clock && !option_is(cb, "trace_clock", clock))
 		r = write_in(cb, "trace_clock", clock);
-	if (r == 0)
-		r = write_in(cb, "options/overwrite", "1");
+	/*
+	 * Never switched on here: Linux 6.12 dereferences the missing snapshot
+	 * buffer of a boot-mapped instance when overwrite is set back to 1
+	 * (an oops). It is on unless trace_options=nooverwrite was given at
+	 * boot, which instances made at boot inherit.
+	 */
+	if (r == 0 && !option_is(cb, "options/overwrite", "1"))
+		return -EUCLEAN;
 	if (r == 0)
 		r = write_in(cb, "options/stacktrace", cb->cfg->stacktrace_all ? "1" : "0");
 	for (unsigned i = 0; r == 0 && i < cb->cfg->nr_events; i++)

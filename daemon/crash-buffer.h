@@ -40,6 +40,8 @@ struct crash_previous {
 	int64_t text_delta;		/* last_boot_info: this boot's text minus that one's */
 	bool text_delta_known;
 	uint64_t lines;			/* event lines in the trace file */
+	uint64_t *overlap;		/* per CPU: last trace time already archived; 0 none */
+	unsigned nr_overlap;		/* set by the recorder (recorder-crash.c) */
 };
 
 void crash_previous_done(struct crash_previous *p);
@@ -78,7 +80,8 @@ int crash_buffer_read_previous(struct crash_buffer *cb, const char *this_boot_id
  * trace clock of the recording, overwrite on, the events (with their
  * filters) and stack traces of the config, tracing on, then the boot
  * marker (boot id, kernel release and version) and a first clock marker.
- * Returns 0 or -errno.
+ * Returns 0, -EUCLEAN when the instance is not in overwrite mode (it
+ * cannot be switched on this kernel, see crash-buffer.c), or -errno.
  */
 int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *release,
 		     const char *version, const char *clock);

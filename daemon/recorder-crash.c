@@ -8,6 +8,7 @@
  * this boot, a timer writes its clock markers, and a clean stop says so
  * in it. The META and NOTE fields are in doc/segment-format.md.
  */
+#include <dirent.h>
 #include <inttypes.h>
 
 #include "archive.h"
@@ -15,17 +16,19 @@
 #include "cpu_reader.h"
 #include "crash-buffer.h"
 #include "ksyms.h"
+#include "page-walk.h"
 #include "log.h"
 #include "recorder-internal.h"
 #include "segment.h"
+#include "segment-meta.h"
 #include "tracing.h"
 #include "util.h"
 
 static bool kernel_changed(const struct recorder *rec, const struct crash_previous *p)
 {
-	return !p->kernel_release || !p->kernel_version ||
-	       !streq(p->kernel_release, rec->uts.release) ||
-	       !streq(p->kernel_version, rec->uts.version);
+	/* the version is in the boot marker only, which overwriting may have taken */
+	return !p->kernel_release || !streq(p->kernel_release, rec->uts.release) ||
+	       (p->kernel_version && !streq(p->kernel_version, rec->uts.version));
 }
 
 int recorder_crash_meta(struct recorder *rec, struct buf *m)
@@ -34,16 +37,34 @@ int recorder_crash_meta(struct recorder *rec, struct buf *m)
 	uint64_t first = p->nr_pairs ? p->pairs[0].realtime / 1000 : 0;
 	uint64_t last = 0;
 
-	/* the wall-clock time of the last line: the last pair's offset applies after it */
-	if (p->nr_pairs && p->last_ts >= p->pairs[p->nr_pairs - 1].trace)
-		last = (p->pairs[p->nr_pairs - 1].realtime +
-			(p->last_ts - p->pairs[p->nr_pairs - 1].trace)) / 1000;
+	uint64_t stop = 0;
+
+	/* wall-clock times of the last line and of the clean stop, by the pairs */
+	if (p->nr_pairs) {
+		last = wallclock_to_realtime(p->pairs, p->nr_pairs, p->last_ts) / 1000;
+		if (p->stop_ts)
+			stop = wallclock_to_realtime(p->pairs, p->nr_pairs, p->stop_ts) / 1000;
+	}
+	int r;
+
+	if (p->nr_overlap) {
+		r = buf_printf(m, "capture_overlap=");
+		for (unsigned cpu = 0, n = 0; r == 0 && cpu < p->nr_overlap; cpu++)
+			if (p->overlap[cpu])
+				r = buf_printf(m, "%s%u:%" PRIu64, n++ ? "," : "", cpu,
+					       p->overlap[cpu]);
+		if (r == 0)
+			r = buf_printf(m, "\n");
+		if (r < 0)
+			return r;
+	}
 	return buf_printf(m,
 			  "capture=crash\ncapture_boot_end=%s\ncapture_first_usec=%" PRIu64
-			  "\ncapture_last_usec=%" PRIu64 "\ncapture_last_ts=%" PRIu64
+			  "\ncapture_last_usec=%" PRIu64 "\ncapture_stop_usec=%" PRIu64
+			  "\ncapture_last_ts=%" PRIu64
 			  "\ncapture_stop_ts=%" PRIu64 "\ncapture_text_delta=%" PRId64
 			  "\ncapture_kernel_changed=%s\ncapture_current_boot_id=%s\n",
-			  p->clean ? "clean" : "unclean", first, last, p->last_ts, p->stop_ts,
+			  p->clean ? "clean" : "unclean", first, last, stop, p->last_ts, p->stop_ts,
 			  p->text_delta, kernel_changed(rec, p) ? "yes" : "no",
 			  rec->boot_id ?: "");
 }
@@ -199,7 +220,126 @@ static int collect_formats(struct recorder *rec)
 	return 0;
 }
 
-static int save_previous(struct recorder *rec, struct crash_previous *prev)
+/*
+ * One finished segment: if the previous boot's recording wrote it (its
+ * boot id and clock, not a capture), raise each CPU's overlap to its last
+ * event. 0, or -ENOMEM.
+ */
+static int raise_overlap(struct crash_previous *prev, uint32_t cpu, uint64_t ts)
+{
+	if (cpu >= 4096 || !ts)
+		return 0;
+	if (cpu >= prev->nr_overlap) {
+		uint64_t *o = realloc(prev->overlap, (cpu + 1) * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		memset(o + prev->nr_overlap, 0, (cpu + 1 - prev->nr_overlap) * sizeof(*o));
+		prev->overlap = o;
+		prev->nr_overlap = cpu + 1;
+	}
+	prev->overlap[cpu] = MAX(prev->overlap[cpu], ts);
+	return 0;
+}
+
+/*
+ * A segment recovered after the crash has no per-CPU lines in its index:
+ * walk its pages for each CPU's last event.
+ */
+static int overlap_from_pages(struct segment_reader *rd, const struct segment_meta *meta,
+			      struct crash_previous *prev)
+{
+	struct page_format f;
+	struct segment_record rec;
+	int k;
+
+	/* written by this daemon on this machine: what is guessed is right */
+	(void)segment_meta_page_format(meta, &f);
+	segment_reader_skip_pages(rd, false);
+	while ((k = segment_reader_next(rd, &rec)) > 0) {
+		struct page_walk w;
+		size_t off = 0;
+		uint64_t last = 0;
+
+		if (rec.type != SEGMENT_REC_PAGES)
+			continue;
+		while (page_walk_payload_next(&w, &f, rec.data, rec.len, &off) > 0) {
+			struct page_entry e;
+
+			while (page_walk_next(&w, &e) > 0)
+				if (e.kind == PAGE_ENTRY_DATA)
+					last = e.ts;
+		}
+		k = raise_overlap(prev, rec.cpu, last);
+		if (k < 0)
+			return k;
+	}
+	return 0;
+}
+
+static int overlap_of(const char *path, const char *clock, struct crash_previous *prev)
+{
+	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
+	struct segment_meta meta = {};
+	const struct segment_index *idx;
+	struct segment_record r;
+	const char *b, *c;
+	int k = 0;
+
+	if (segment_reader_open(path, &rd) < 0)
+		return 0;
+	segment_reader_skip_pages(rd, true);
+	if (segment_reader_next(rd, &r) <= 0 || r.type != SEGMENT_REC_META ||
+	    segment_meta_parse(&meta, r.data, r.len) < 0)
+		goto out;
+	b = segment_meta_get(&meta, "boot_id");
+	c = segment_meta_get(&meta, "clock");
+	idx = segment_reader_index(rd);
+	if (!b || !streq(b, prev->boot_id) || !c || !clock || !streq(c, clock) || !idx ||
+	    segment_meta_get(&meta, "capture"))
+		goto out;
+	if (!idx->nr_cpus || (idx->flags & SEGMENT_INDEX_F_TRUNCATED)) {
+		k = overlap_from_pages(rd, &meta, prev);
+		goto out;
+	}
+	for (uint32_t i = 0; i < idx->nr_cpus && k == 0; i++)
+		k = raise_overlap(prev, idx->cpus[i].cpu, idx->cpus[i].last_ts);
+out:
+	segment_meta_done(&meta);
+	return k;
+}
+
+/*
+ * What the previous boot's recording already wrote to the archive: per
+ * CPU, its last event. The black box's probes run before the recording's
+ * (its events are enabled first), so the kernel gives an event's copy in
+ * the crash buffer an earlier time than the recorded one: every capture
+ * entry of a CPU at or before that time is in the archive already.
+ */
+static int find_overlap(struct recorder *rec, const char *clock, struct crash_previous *prev)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	d = opendir(rec->cfg->directory);
+	if (!d)
+		return 0;
+	while (r == 0 && (de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+
+		if (!segment_name_is_finished(de->d_name))
+			continue;
+		if (strprintf(&path, "%s/%s", rec->cfg->directory, de->d_name) < 0)
+			r = -ENOMEM;
+		else
+			r = overlap_of(path, clock, prev);
+	}
+	closedir(d);
+	return r;
+}
+
+static int save_previous(struct recorder *rec, const char *clock, struct crash_previous *prev)
 {
 	_cleanup_free_ char *path = NULL;
 	char when[64] = "an unknown time";
@@ -210,6 +350,9 @@ static int save_previous(struct recorder *rec, struct crash_previous *prev)
 		return r;
 	r = tracing_nr_cpus(rec->tracing);
 	rec->nr_cpus = r > 0 ? (unsigned)r : 1;
+	r = find_overlap(rec, clock, prev);
+	if (r < 0)
+		return r;
 	rec->capture = prev;
 	r = archive_start(rec->archive);
 	if (r < 0) {
@@ -269,20 +412,28 @@ int recorder_crash_start(struct recorder *rec)
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot open the crash buffer instance '%s'",
 				 CONFIG_CRASH_INSTANCE);
+	/* the clock the previous boot's crash buffer ran on: the recording's, then as now */
+	clock = rec->cfg->clock ? strdup(rec->cfg->clock) : tracing_clock(rec->tracing);
 	r = crash_buffer_read_previous(rec->crash, rec->boot_id, &prev);
 	if (r < 0)
 		log_errno(LOG_WARNING, r, "cannot read the crash buffer, continuing without what "
 			  "it holds");
 	else if (prev.boot_id)
-		(void)save_previous(rec, &prev);
+		(void)save_previous(rec, clock, &prev);
 	else if (prev.lines)
 		log_info("the crash buffer holds %" PRIu64 " lines of this boot or of no stackmapd "
 			 "run: not saved", prev.lines);
 	crash_previous_done(&prev);
 
 	/* the recording's clock, so that both can be compared at the next boot */
-	clock = rec->cfg->clock ? strdup(rec->cfg->clock) : tracing_clock(rec->tracing);
 	r = crash_buffer_arm(rec->crash, rec->boot_id, rec->uts.release, rec->uts.version, clock);
+	if (r == -EUCLEAN) {
+		log_warn("the crash buffer is not in overwrite mode (it took trace_options="
+			 "nooverwrite from the kernel command line) and would keep the oldest "
+			 "events, not the last: remove nooverwrite (stackmapctl boot-cmdline); "
+			 "continuing without it");
+		return 0;
+	}
 	if (r < 0) {
 		log_errno(LOG_WARNING, r, "cannot start the crash buffer, continuing without it");
 		return 0;

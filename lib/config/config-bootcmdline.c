@@ -101,7 +101,14 @@ int config_boot_cmdline(const struct config *c, char **ret)
 	 * the same way, which also keeps the earliest events if the buffer
 	 * fills before stackmapd starts.
 	 */
-	if (c->record_mode == CONFIG_RECORD_STREAM &&
+	/*
+	 * Except with a crash buffer: an instance made at boot takes the
+	 * top level's options, and Linux 6.12 dereferences the missing
+	 * snapshot buffer of a boot-mapped instance when its overwrite
+	 * option is switched back on. The boot capture then overwrites its
+	 * oldest events if the buffer fills before stackmapd starts.
+	 */
+	if (c->record_mode == CONFIG_RECORD_STREAM && !c->crash_buffer_size &&
 	    config_append_word(&options, ",", "nooverwrite") < 0)
 		return -ENOMEM;
 

@@ -798,6 +798,9 @@ static void test_boot_cmdline(void)
 		{ "[trace]\nevents = a:ev b:ev\nstacktrace = a:ev\n", -ENOTUNIQ, NULL },
 		{ "[trace]\nevents = a:ev b:ev\nstacktrace = a:ev b:ev\nmode = flight\n", 0,
 		  "trace_event=a:ev,b:ev trace_options=stackmap trace_trigger=ev.stacktrace" },
+		/* the crash buffer's instance inherits the options: it must stay in overwrite mode */
+		{ "[crash]\nbuffer_size = 8M\n", 0, "trace_event=kmem:kmem_cache_alloc,kmem:kmalloc "
+						      "trace_options=stackmap,stacktrace" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {

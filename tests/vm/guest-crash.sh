@@ -1,0 +1,53 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Guest part of test-crash-buffer.sh, run at every boot of one
+# `run-in-vm --reboots 1` (RUN_IN_VM_BOOT=1, 2) from the work directory.
+# Boot 1 records with CONF (crash buffer on), runs a kmem load, writes a
+# last marker into the crash buffer (its wall-clock time in last-marker.txt)
+# and ends as END says: "panic" (sysrq c), "reset" (reboot(2) at once,
+# as reboot -f calls it: no clean stop) or "clean" (stackmapd stopped with
+# TERM, then the same reboot).
+# Boot 2 starts stackmapd, which saves the previous boot's crash buffer,
+# and stops it.
+#   guest-crash.sh CONF END SECONDS
+set -u
+. "$(dirname "$0")/guest-lib.sh"
+W=$PWD
+CONF=$1
+END=$2
+SECS=$3
+I=/sys/kernel/tracing/instances/stackmapd_crash
+
+if [ "$RUN_IN_VM_BOOT" = 1 ]; then
+	cat /proc/sys/kernel/random/boot_id > "$W/boot1.id"
+	"$W/stackmapd" -d -c "$CONF" > "$W/stackmapd1.log" 2>&1 &
+	pid=$!
+	wait_recording "$W/stackmapd1.log" $pid 60
+	"$W/smload" -q -j 2 -t "$SECS"
+	if [ "$END" = clean ]; then
+		kill -TERM $pid
+		wait $pid
+		echo "boot 1: stackmapd exit status $?"
+	fi
+	# the last words: wall clock just before, then the marker
+	date +%s.%N > "$W/last-marker.txt"
+	echo "crash-test-last-marker $(cat "$W/boot1.id")" > $I/trace_marker
+	sync
+	case "$END" in
+	panic) echo c > /proc/sysrq-trigger ;;
+	# what reboot -f does (systemctl refuses in the guest's chroot): reboot(2) at once
+	*) python3 -c 'import ctypes; ctypes.CDLL(None).reboot(0x01234567)' ;;
+	esac
+	sleep 10
+	echo "boot 1 did not end"
+	exit 1
+fi
+
+cat /proc/sys/kernel/random/boot_id > "$W/boot2.id"
+"$W/stackmapd" -d -c "$CONF" > "$W/stackmapd2.log" 2>&1 &
+pid=$!
+wait_recording "$W/stackmapd2.log" $pid 60
+sleep 0.5
+kill -TERM $pid
+wait $pid
+echo "boot 2: stackmapd exit status $?"
