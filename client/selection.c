@@ -28,6 +28,7 @@ struct seg_info {
 	char *host, *boot, *recording, *clock;
 	uint64_t opened_usec;
 	uint64_t mtime_usec;
+	uint64_t last_ts;		/* of its last event by the INDEX; 0: unknown */
 };
 
 static void closedirp(DIR **d)
@@ -151,6 +152,23 @@ int selection_option(struct selection *s, int c, const char *arg)
 	case SELECTION_OPT_CONFIG:
 		s->config = arg;
 		return 1;
+	case SELECTION_OPT_BOOT:
+		if (!*arg) {
+			log_err("invalid boot '' (0, -1, ... or a boot id)");
+			return -1;
+		}
+		s->boot = arg;
+		return 1;
+	case SELECTION_OPT_LAST: {
+		uint64_t usec;
+
+		if (config_parse_duration(arg, &usec) < 0 || !usec) {
+			log_err("invalid duration '%s' (e.g. 5s, 500ms, 2min)", arg);
+			return -1;
+		}
+		s->last_ns = usec * 1000;
+		return 1;
+	}
 	default:
 		return 0;
 	}
@@ -261,6 +279,7 @@ static void read_info(const char *path, struct seg_info *ret)
 {
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	struct segment_meta m = {};
+	const struct segment_index *idx;
 	struct segment_record rec;
 	struct stat st;
 
@@ -275,6 +294,19 @@ static void read_info(const char *path, struct seg_info *ret)
 	ret->recording = strdup(segment_meta_get(&m, "recording_id") ?: "");
 	ret->clock = strdup(segment_meta_get(&m, "clock") ?: "");
 	(void)segment_meta_u64(&m, "opened_usec", &ret->opened_usec);
+	/* a crash capture is opened at the next boot: its events span what its clock pairs say */
+	if (segment_meta_get(&m, "capture")) {
+		uint64_t first = 0, last = 0;
+
+		if (segment_meta_u64(&m, "capture_first_usec", &first) == 0 && first &&
+		    segment_meta_u64(&m, "capture_last_usec", &last) == 0 && last >= first) {
+			ret->opened_usec = first;
+			ret->mtime_usec = last;
+		}
+	}
+	idx = segment_reader_index(rd);
+	for (uint32_t i = 0; idx && i < idx->nr_cpus; i++)
+		ret->last_ts = MAX(ret->last_ts, idx->cpus[i].last_ts);
 	segment_meta_done(&m);
 }
 
@@ -301,17 +333,102 @@ static bool outside_window(const struct selection *s, const struct seg_info *i)
 	return false;
 }
 
+/* The boot --boot names: "0" the last boot in path order, "-1" the one before, or an id's start. */
+static const char *boot_wanted(const struct selection *s, const struct seg_info *info, size_t n)
+{
+	char *e;
+	long back;
+
+	errno = 0;
+	back = strtol(s->boot, &e, 10);
+	if (!*e && !errno && back <= 0) {
+		const char *cur = NULL;
+
+		for (size_t i = n; i-- > 0;) {
+			if (!info[i].boot || !*info[i].boot || same_str(info[i].boot, cur))
+				continue;
+			cur = info[i].boot;
+			if (back++ == 0)
+				return cur;
+		}
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (info[i].boot && startswith(info[i].boot, s->boot))
+			return info[i].boot;
+	return NULL;
+}
+
+static void drop_path(struct selection *s, size_t i)
+{
+	struct seg_info *inf = &s->state->info[i];
+
+	free(inf->host);
+	free(inf->boot);
+	free(inf->recording);
+	free(inf->clock);
+	*inf = (struct seg_info){};
+	free(s->paths[i]);
+	s->paths[i] = NULL;
+}
+
+/*
+ * --boot keeps the segments of one boot; --last keeps those of the last
+ * boot left and turns into a trace-clock --since: the last event of its
+ * segments (by their INDEX) minus the duration. 0, or -ENOENT (logged).
+ */
+static int select_boot(struct selection *s)
+{
+	struct selection_state *st = s->state;
+	_cleanup_free_ char *boot = NULL;
+	uint64_t end = 0;
+	const char *b;
+
+	if (s->boot) {
+		b = boot_wanted(s, st->info, s->nr_paths);
+		if (!b) {
+			log_err("no boot '%s' in the segments read", s->boot);
+			return -ENOENT;
+		}
+		boot = strdup(b);
+	} else if (s->last_ns) {
+		b = boot_wanted(&(struct selection){ .boot = "0" }, st->info, s->nr_paths);
+		boot = b ? strdup(b) : NULL;
+	} else
+		return 0;
+	if (!boot)
+		return b ? -ENOMEM : 0;
+	for (size_t i = 0; i < s->nr_paths; i++) {
+		if (!same_str(st->info[i].boot, boot))
+			drop_path(s, i);
+		else
+			end = MAX(end, st->info[i].last_ts);
+	}
+	if (s->last_ns && end) {
+		s->since = (struct wallclock_time){ .set = true, .trace = true,
+						    .ns = end > s->last_ns ? end - s->last_ns : 0 };
+	}
+	return 0;
+}
+
 static int group_paths(struct selection *s)
 {
 	struct selection_state *st = s->state;
 	size_t k = 0;
+	int r;
 
 	st->info = calloc(s->nr_paths, sizeof(*st->info));
 	s->group_start = calloc(s->nr_paths + 1, sizeof(*s->group_start));
 	if (!st->info || !s->group_start)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->nr_paths; i++) {
+	for (size_t i = 0; i < s->nr_paths; i++)
 		read_info(s->paths[i], &st->info[i]);
+	r = select_boot(s);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < s->nr_paths; i++) {
+		if (!s->paths[i])
+			continue;
 		if (outside_window(s, &st->info[i])) {
 			free(st->info[i].host);
 			free(st->info[i].boot);
@@ -360,6 +477,8 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 	if (!s->state)
 		return log_errno(LOG_ERR, -ENOMEM, "cannot list the segments");
 	r = group_paths(s);
+	if (r == -ENOENT)
+		return r;
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot list the segments");
 	if (!s->nr_paths) {

@@ -472,6 +472,17 @@ void recorder_crash_exclude(struct recorder *rec, const int *pids, size_t n)
 			  "continuing");
 }
 
+const char *recorder_crash_state(const struct recorder *rec)
+{
+	if (!rec->cfg->crash_buffer_size)
+		return "off";
+	if (crash_buffer_armed(rec->crash))
+		return "armed";
+	if (!rec->crash)
+		return "not armed: the kernel was not booted with it (stackmapctl boot-cmdline)";
+	return "not armed (see the log)";
+}
+
 void recorder_crash_free(struct recorder *rec)
 {
 	rec->crash_timer = sd_event_source_disable_unref(rec->crash_timer);

@@ -192,4 +192,7 @@ int recorder_crash_meta(struct recorder *rec, struct buf *m);
 
 void recorder_crash_free(struct recorder *rec);
 
+/* For status: "off", "armed", or why the crash buffer is not armed (static). */
+const char *recorder_crash_state(const struct recorder *rec);
+
 #endif

@@ -53,7 +53,7 @@ CONF
 	[ $rc -eq 0 ] || { cat "$d/vm.log" "$d"/stackmapd*.log; fail "$end: the guest part failed"; }
 	grep -q '^boot 2: stackmapd exit status 0' "$d/vm.log" ||
 		{ cat "$d/vm.log" "$d"/stackmapd*.log; fail "$end: stackmapd failed in boot 2"; }
-	grep -q 'saved the crash buffer of the previous boot' "$d/stackmapd2.log" ||
+	grep -q -l 'capture=crash' "$d"/archive/*.smseg ||
 		{ cat "$d/stackmapd2.log"; fail "$end: the crash buffer was not saved"; }
 
 	# exit status 1 when stack ids are unresolved: the live segment the panic cut
@@ -78,6 +78,12 @@ CONF
 			{ cat "$d/info"; fail "$end: info does not say the boot ended without a clean stop"; }
 	fi
 	grep '^capture:' "$d/info"
+	# the last seconds of the previous boot, asked for directly
+	"$STACKMAPCTL" report --events --boot -1 --last 3s "$d/archive" > "$d/last.report" 2>/dev/null
+	grep -q "crash-test-last-marker $(cat "$d/boot1.id")" "$d/last.report" ||
+		fail "$end: report --boot -1 --last 3s has not the last marker"
+	! grep -q "^# host .* boot $(cat "$d/boot2.id")" "$d/last.report" ||
+		fail "$end: report --boot -1 holds the next boot"
 }
 
 run_case panic on
