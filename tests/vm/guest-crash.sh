@@ -29,9 +29,10 @@ if [ "$RUN_IN_VM_BOOT" = 1 ]; then
 		wait $pid
 		echo "boot 1: stackmapd exit status $?"
 	fi
-	# the last words: wall clock just before, then the marker
+	# the last words: wall clock just before, then the marker (a shell builtin, no fork)
+	id=$(cat "$W/boot1.id")
 	date +%s.%N > "$W/last-marker.txt"
-	echo "crash-test-last-marker $(cat "$W/boot1.id")" > $I/trace_marker
+	echo "crash-test-last-marker $id" > $I/trace_marker
 	sync
 	case "$END" in
 	panic) echo c > /proc/sysrq-trigger ;;
@@ -47,6 +48,8 @@ cat /proc/sys/kernel/random/boot_id > "$W/boot2.id"
 "$W/stackmapd" -d -c "$CONF" > "$W/stackmapd2.log" 2>&1 &
 pid=$!
 wait_recording "$W/stackmapd2.log" $pid 60
+"$W/stackmapctl" status -c "$CONF" > "$W/status.out" 2>&1
+"$W/stackmapctl" list -c "$CONF" > "$W/list.out" 2>&1
 sleep 0.5
 kill -TERM $pid
 wait $pid

@@ -10,7 +10,9 @@
 # crash capture of boot 1: its events up to and including the marker
 # written just before the end, each with its stack, under boot 1's id,
 # dated within a second of boot 1's wall clock, nothing printed twice
-# (check-crash.py), and info says how the boot ended.
+# (check-crash.py); info and list say how the boot ended, status that
+# the crash buffer is armed again, and report --boot -1 --last 3s gives
+# the last seconds directly.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib-vm.sh"
 
@@ -78,6 +80,12 @@ CONF
 			{ cat "$d/info"; fail "$end: info does not say the boot ended without a clean stop"; }
 	fi
 	grep '^capture:' "$d/info"
+	grep -q '^  crash capture: previous boot ' "$d/list.out" ||
+		{ cat "$d/list.out"; fail "$end: list does not show the crash capture"; }
+	grep -q 'crash_buffer: *armed' "$d/status.out" ||
+		{ cat "$d/status.out"; fail "$end: status does not say the crash buffer is armed"; }
+	grep -q 'crash_captured: *1' "$d/status.out" ||
+		{ cat "$d/status.out"; fail "$end: status does not count the capture"; }
 	# the last seconds of the previous boot, asked for directly
 	"$STACKMAPCTL" report --events --boot -1 --last 3s "$d/archive" > "$d/last.report" 2>/dev/null
 	grep -q "crash-test-last-marker $(cat "$d/boot1.id")" "$d/last.report" ||
