@@ -29,15 +29,26 @@ if [ "$RUN_IN_VM_BOOT" = 1 ]; then
 		wait $pid
 		echo "boot 1: stackmapd exit status $?"
 	fi
-	# the last words: wall clock just before, then the marker (a shell builtin, no fork)
+	if [ "$END" != panic ]; then
+		# reboot(2) at once, as reboot -f calls it (systemctl refuses in the
+		# guest's chroot), from a python3 started before the marker
+		rm -f /tmp/go /tmp/ready
+		mkfifo /tmp/go
+		python3 -c 'import ctypes
+open("/tmp/ready", "w").close()
+open("/tmp/go").read()
+ctypes.CDLL(None).reboot(0x01234567)' &
+		while [ ! -e /tmp/ready ]; do sleep 0.05; done
+	fi
+	# the last words: wall clock just before, then the marker (a shell builtin, no
+	# fork; writes to the share reach the host at once, sync is for the rest)
 	id=$(cat "$W/boot1.id")
+	sync
 	date +%s.%N > "$W/last-marker.txt"
 	echo "crash-test-last-marker $id" > $I/trace_marker
-	sync
 	case "$END" in
 	panic) echo c > /proc/sysrq-trigger ;;
-	# what reboot -f does (systemctl refuses in the guest's chroot): reboot(2) at once
-	*) python3 -c 'import ctypes; ctypes.CDLL(None).reboot(0x01234567)' ;;
+	*) echo go > /tmp/go ;;
 	esac
 	sleep 10
 	echo "boot 1 did not end"
