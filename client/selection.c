@@ -29,6 +29,7 @@ struct seg_info {
 	uint64_t opened_usec;
 	uint64_t mtime_usec;
 	uint64_t last_ts;		/* of its last event by the INDEX; 0: unknown */
+	char *saved_by;			/* a crash capture: the boot that saved it */
 };
 
 static void closedirp(DIR **d)
@@ -70,6 +71,7 @@ void selection_done(struct selection *s)
 			free(s->state->info[i].boot);
 			free(s->state->info[i].recording);
 			free(s->state->info[i].clock);
+			free(s->state->info[i].saved_by);
 		}
 	}
 	if (s->state) {
@@ -298,6 +300,7 @@ static void read_info(const char *path, struct seg_info *ret)
 	if (segment_meta_get(&m, "capture")) {
 		uint64_t first = 0, last = 0;
 
+		ret->saved_by = strdup(segment_meta_get(&m, "capture_current_boot_id") ?: "");
 		if (segment_meta_u64(&m, "capture_first_usec", &first) == 0 && first &&
 		    segment_meta_u64(&m, "capture_last_usec", &last) == 0 && last >= first) {
 			ret->opened_usec = first;
@@ -333,30 +336,49 @@ static bool outside_window(const struct selection *s, const struct seg_info *i)
 	return false;
 }
 
-/* The boot --boot names: "0" the last boot in path order, "-1" the one before, or an id's start. */
+/*
+ * The boot --boot names: "0" the last boot the segments know of, "-1" the
+ * one before, or an id's start. A crash capture names the boot that saved
+ * it too: in flight mode that boot may have no segment yet, and its
+ * previous boot is still -1.
+ */
 static const char *boot_wanted(const struct selection *s, const struct seg_info *info, size_t n)
 {
+	const char **order;
+	const char *found = NULL;
+	size_t k = 0;
 	char *e;
 	long back;
 
 	errno = 0;
 	back = strtol(s->boot, &e, 10);
-	if (!*e && !errno && back <= 0) {
-		const char *cur = NULL;
-
-		for (size_t i = n; i-- > 0;) {
-			if (!info[i].boot || !*info[i].boot || same_str(info[i].boot, cur))
-				continue;
-			cur = info[i].boot;
-			if (back++ == 0)
-				return cur;
-		}
+	if (*e || errno || back > 0) {
+		for (size_t i = 0; i < n; i++)
+			if (info[i].boot && startswith(info[i].boot, s->boot))
+				return info[i].boot;
 		return NULL;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (info[i].boot && startswith(info[i].boot, s->boot))
-			return info[i].boot;
-	return NULL;
+	order = calloc(2 * n + 1, sizeof(*order));
+	if (!order)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *b[2] = { info[i].boot, info[i].saved_by };
+
+		for (size_t j = 0; j < 2; j++) {
+			if (!b[j] || !*b[j])
+				continue;
+			/* each boot once, where it first appears */
+			for (size_t x = 0; x < k && b[j]; x++)
+				if (streq(order[x], b[j]))
+					b[j] = NULL;
+			if (b[j])
+				order[k++] = b[j];
+		}
+	}
+	if ((size_t)-back < k)
+		found = order[k - 1 - (size_t)-back];
+	free(order);
+	return found;
 }
 
 static void drop_path(struct selection *s, size_t i)
@@ -367,6 +389,7 @@ static void drop_path(struct selection *s, size_t i)
 	free(inf->boot);
 	free(inf->recording);
 	free(inf->clock);
+	free(inf->saved_by);
 	*inf = (struct seg_info){};
 	free(s->paths[i]);
 	s->paths[i] = NULL;
@@ -430,12 +453,7 @@ static int group_paths(struct selection *s)
 		if (!s->paths[i])
 			continue;
 		if (outside_window(s, &st->info[i])) {
-			free(st->info[i].host);
-			free(st->info[i].boot);
-			free(st->info[i].recording);
-			free(st->info[i].clock);
-			st->info[i] = (struct seg_info){};
-			free(s->paths[i]);
+			drop_path(s, i);
 			continue;
 		}
 		st->info[k] = st->info[i];

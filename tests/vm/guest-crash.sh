@@ -56,6 +56,7 @@ ctypes.CDLL(None).reboot(0x01234567)' &
 fi
 
 cat /proc/sys/kernel/random/boot_id > "$W/boot2.id"
+"$W/stackmapd" --check -c "$CONF" > "$W/check.out" 2>&1
 "$W/stackmapd" -d -c "$CONF" > "$W/stackmapd2.log" 2>&1 &
 pid=$!
 wait_recording "$W/stackmapd2.log" $pid 60
