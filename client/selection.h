@@ -54,7 +54,7 @@ enum {
 	"  --pid PID       only this task\n"                                                     \
 	"  --comm NAME     only tasks of this name\n"                                            \
 	"  --event NAME    only this event (name or system:name), with its stacks\n"             \
-	"  --boot N|ID     only one boot: 0 the last in the archive, -1 the one before\n"      \
+	"  --boot N|ID     only one boot: 0 the last the archive knows, -1 the one before\n"    \
 	"                  (its crash capture included), or a boot id (or its start)\n"        \
 	"  --last DURATION only the last DURATION (5s, 2min) of the last boot selected\n"     \
 	"  -c, --config FILE  without SEGMENT: read the archive this file configures\n"          \
