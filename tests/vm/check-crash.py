@@ -32,6 +32,15 @@ def epoch(date):
     return t.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
+def fields(text):
+    # call_site prints as a symbol or an address depending on the segment's kallsyms
+    return {k: v for k, v in re.findall(r'(\w+)=(\S+)', text) if k != 'call_site'}
+
+
+def same_event(a, b):
+    return a[2] == b[2] and fields(a[3]) == fields(b[3])
+
+
 def fail(msg):
     print('FAIL: ' + msg)
     sys.exit(1)
@@ -120,6 +129,12 @@ def main():
                 n = sum(1 for t in cap_cpu if t <= rec_last)
                 fail('CPU %d: %d captured events at or before the last recorded one (%s)'
                      % (cpu, n, rec_last))
+            # the other order: the capture's copy of the last recorded event comes after it
+            last_rec = [e for e in events[g] if e[0] == cpu and e[1] == rec_last]
+            first_cap = sorted((e for e in kmem if e[0] == cpu), key=lambda e: e[1])[:1]
+            if last_rec and first_cap and first_cap[0][1] - rec_last < 100e-6 and \
+                    same_event(last_rec[0], first_cap[0]):
+                fail('CPU %d: the last recorded event is captured again: %s' % (cpu, first_cap[0]))
     print('recorded before the crash: %d events in %d segment groups; capture after them '
           'on every CPU' % (sum(len(events[g]) for g in b1[:-1]), len(b1) - 1))
 
