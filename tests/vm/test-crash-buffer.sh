@@ -4,15 +4,17 @@
 # The crash buffer across a warm reboot (run-in-vm --reboots 1, the kernel
 # booted with what `stackmapctl boot-cmdline` prints), for each way a boot
 # can end: a kernel panic (sysrq c), an immediate reset without a clean
-# stop (reboot -ff) and a clean stop of stackmapd followed by the reboot;
-# the panic and the clean case with the stack map in the live recording,
-# the reset with full stacks, the panic with boot capture on as well.
-# After the next boot the archive holds a crash capture of boot 1: its events up to and including the marker
+# stop (reboot(2) at once, as reboot -f does) and a clean stop of
+# stackmapd followed by that reboot; the panic and the clean case with the
+# stack map in the live recording, the reset with full stacks, the panic
+# with boot capture on as well. After the next boot the archive holds a
+# crash capture of boot 1: its events up to and including the marker
 # written just before the end, each with its stack, under boot 1's id,
 # dated within a second of boot 1's wall clock, nothing printed twice
 # (check-crash.py); info and list say how the boot ended, status that
-# the crash buffer is armed again, and report --boot -1 --last 3s gives
-# the last seconds directly.
+# the crash buffer is armed again, report --boot -1 --last 3s gives the
+# last seconds directly, and stackmapd --check warns on a kernel booted
+# without the arguments.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib-vm.sh"
 
