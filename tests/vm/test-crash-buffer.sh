@@ -13,8 +13,8 @@
 # dated within a second of boot 1's wall clock, nothing printed twice
 # (check-crash.py); info and list say how the boot ended, status that
 # the crash buffer is armed again, report --boot -1 --last 3s gives the
-# last seconds directly, and stackmapd --check warns on a kernel booted
-# without the arguments.
+# last seconds directly, the segment hook runs for the capture, and
+# stackmapd --check warns on a kernel booted without the arguments.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib-vm.sh"
 
@@ -25,6 +25,8 @@ run_case() {
 	local end=$1 stackmap=$2 boot_capture=$3 d=$W/$1 cmdline t0 rc seg
 	mkdir -p "$d"
 	cp "$W"/stackmapd "$W"/stackmapctl "$W"/smload "$W"/guest-*.sh "$d/"
+	printf '#!/bin/sh\necho "$1" >> %s/hooked.txt\n' "$d" > "$d/hook.sh"
+	chmod +x "$d/hook.sh"
 	cat > "$d/crash.conf" <<CONF
 [trace]
 events = kmem:kmem_cache_alloc
@@ -35,6 +37,7 @@ buffer_size = 1M
 directory = $d/archive
 sync = no
 keep_free = 0
+hook = $d/hook.sh
 [control]
 socket = /run/smtest-crash.sock
 [crash]
@@ -78,6 +81,8 @@ CONF
 
 	seg=$(grep -l 'capture=crash' "$d"/archive/*.smseg | head -1)
 	[ -n "$seg" ] || fail "$end: no segment is marked as a crash capture"
+	grep -qx "$seg" "$d/hooked.txt" ||
+		fail "$end: the hook did not run for the capture: $(cat "$d/hooked.txt" 2>&1)"
 	TZ=UTC "$STACKMAPCTL" info "$seg" > "$d/info" || fail "$end: info failed"
 	if [ "$end" = clean ]; then
 		grep -q '^capture: *previous boot .*, the daemon stopped cleanly at ' "$d/info" ||
