@@ -106,36 +106,12 @@ int recorder_crash_segment_begin(struct recorder *rec, struct archive_segment *s
 				     strlen(note), 0, NULL);
 }
 
-/*
- * Move each "ADDR TYPE NAME" line of a kallsyms subset by -delta: the
- * stacks hold the previous boot's addresses, this kernel's symbols are
- * delta higher (last_boot_info).
- */
-static int shift_lines(const struct buf *in, int64_t delta, struct buf *out)
-{
-	const char *p = (const char *)in->data, *end = p + in->len;
-	int r = 0;
-
-	while (r == 0 && p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char *rest;
-		uint64_t a = strtoull(p, &rest, 16);
-
-		if (rest > p && rest <= p + len)
-			r = buf_printf(out, "%016" PRIx64 "%.*s\n", a - (uint64_t)delta,
-				       (int)(len - (size_t)(rest - p)), rest);
-		p += len + 1;
-	}
-	return r;
-}
-
 int recorder_crash_segment_end(struct recorder *rec, struct archive_segment *seg)
 {
 	static const char *const event_functions[] = { "tracing_mark_write",
 						       "tracing_mark_raw_write" };
 	const struct crash_previous *p = rec->capture;
-	struct buf syms = { 0 }, shifted = { 0 };
+	struct buf syms = { 0 };
 	_cleanup_free_ uint64_t *addrs = NULL;
 	size_t n = seg->addrs.len / 8;
 	int r;
@@ -145,26 +121,20 @@ int recorder_crash_segment_end(struct recorder *rec, struct archive_segment *seg
 	addrs = calloc(n + ARRAY_SIZE(event_functions), sizeof(*addrs));
 	if (!addrs)
 		return -ENOMEM;
-	/* this kernel's address of each: the previous boot's plus the text delta */
-	for (size_t i = 0; i < n; i++)
-		addrs[i] = ((const uint64_t *)seg->addrs.data)[i] + (uint64_t)p->text_delta;
+	memcpy(addrs, seg->addrs.data, n * sizeof(*addrs));
+	/* the previous boot's addresses of the functions that print markers */
 	for (size_t i = 0; i < ARRAY_SIZE(event_functions); i++) {
 		uint64_t a = ksyms_address_of(rec->ksyms, event_functions[i]);
 
 		if (a)
-			addrs[n++] = a;
+			addrs[n++] = a - (uint64_t)p->text_delta;
 	}
-	r = ksyms_subset(rec->ksyms, addrs, n, &syms);
-	if (r >= 0 && p->text_delta)
-		r = shift_lines(&syms, p->text_delta, &shifted);
-	if (r >= 0 && syms.len) {
-		const struct buf *b = p->text_delta ? &shifted : &syms;
-
-		r = segment_writer_append_file(seg->writer, "kallsyms", b->data, b->len,
+	/* the stacks hold the previous boot's addresses: this kernel's are text_delta higher */
+	r = ksyms_subset_moved(rec->ksyms, addrs, n, p->text_delta, &syms);
+	if (r >= 0 && syms.len)
+		r = segment_writer_append_file(seg->writer, "kallsyms", syms.data, syms.len,
 					       rec->cfg->compression_level);
-	}
 	buf_done(&syms);
-	buf_done(&shifted);
 	return r < 0 ? r : 0;
 }
 
