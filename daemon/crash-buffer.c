@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -298,7 +299,7 @@ static int write_marker(struct crash_buffer *cb, const char *text)
 	return n < 0 ? -errno : 0;
 }
 
-int crash_buffer_mark_clock(struct crash_buffer *cb)
+static int write_clock_marker(struct crash_buffer *cb)
 {
 	char text[320];
 	uint64_t real, boot;
@@ -312,6 +313,35 @@ int crash_buffer_mark_clock(struct crash_buffer *cb)
 	(void)snprintf(text, sizeof(text), CRASH_MARKER_PREFIX "clock %" PRIu64 " %" PRIu64
 		       " %s release %s\n", real, boot, cb->boot_id, cb->release);
 	return write_marker(cb, text);
+}
+
+/*
+ * A marker lands in the buffer of the CPU that writes it, and a busy CPU
+ * overwrites its buffer within a second: one marker per CPU (the thread
+ * moved to each CPU it may run on in turn), so that the least busy CPU
+ * keeps the boot id and a recent clock pair whatever the others do.
+ */
+int crash_buffer_mark_clock(struct crash_buffer *cb)
+{
+	cpu_set_t allowed, one;
+	int r = 0, k;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return write_clock_marker(cb);
+	for (int cpu = 0; cpu < CPU_SETSIZE && r == 0; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		/* a CPU gone offline meanwhile: skip it */
+		if (sched_setaffinity(0, sizeof(one), &one) < 0)
+			continue;
+		r = write_clock_marker(cb);
+	}
+	k = sched_setaffinity(0, sizeof(allowed), &allowed);
+	if (r == 0 && k < 0)
+		r = -errno;
+	return r;
 }
 
 int crash_buffer_mark_stop(struct crash_buffer *cb)

@@ -89,7 +89,11 @@ int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *r
 /* Keep these tasks (the daemon's) out of the crash buffer. Returns 0 or -errno. */
 int crash_buffer_exclude_pids(struct crash_buffer *cb, const int *pids, size_t n);
 
-/* Write a clock marker now (the periodic tick). Returns 0 or -errno. */
+/*
+ * Write a clock marker now (the periodic tick), one on each CPU the
+ * calling thread may run on (it is moved to each in turn, then back): a
+ * marker goes to the buffer of the CPU that writes it. Returns 0 or -errno.
+ */
 int crash_buffer_mark_clock(struct crash_buffer *cb);
 
 /*

@@ -135,6 +135,9 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 bool decoder_segment_wants_ts(const struct decoder_segment *s, const struct decoder_filter *f,
 			      uint64_t ts);
 
+/* Read a crash capture's capture_overlap and print_event_id from s->meta. */
+void decode_read_overlap(struct decoder_segment *s);
+
 /*
  * Whether the entry at data (trace time ts, on cpu) of a crash capture is
  * also in an earlier segment of its boot (capture_overlap): it is then

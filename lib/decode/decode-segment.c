@@ -629,45 +629,6 @@ static void note_end(struct decoder_segment *s, struct segment_reader *rd,
 	}
 }
 
-/* "CPU:TS,CPU:TS" of a crash capture's META (doc/segment-format.md). */
-static void read_overlap(struct decoder_segment *s)
-{
-	const char *v = segment_meta_get(&s->meta, "capture_overlap");
-	const char *pe = segment_meta_get(&s->meta, "print_event_id");
-
-	s->print_type = pe ? atoi(pe) : -1;
-	while (v && *v) {
-		unsigned long cpu;
-		unsigned long long ts;
-		int n = 0;
-
-		if (sscanf(v, "%lu:%llu%n", &cpu, &ts, &n) != 2 || cpu >= DECODE_MAX_CPUS)
-			break;
-		if (cpu >= s->nr_overlap) {
-			uint64_t *o = realloc(s->overlap, (cpu + 1) * sizeof(*o));
-
-			if (!o)
-				break;
-			memset(o + s->nr_overlap, 0, (cpu + 1 - s->nr_overlap) * sizeof(*o));
-			s->overlap = o;
-			s->nr_overlap = cpu + 1;
-		}
-		s->overlap[cpu] = ts;
-		v += n;
-		v += *v == ',';
-	}
-}
-
-bool decoder_segment_overlapped(const struct decoder_segment *s, unsigned int cpu, uint64_t ts,
-				const void *data, int size)
-{
-	struct tep_record rec = { .data = (void *)data, .size = size };
-
-	if (cpu >= s->nr_overlap || ts > s->overlap[cpu])
-		return false;
-	return tep_data_type(s->tep, &rec) != s->print_type;
-}
-
 /* After the tables: symbols, the wall-clock window and the stack event types. */
 static void finish_tables(struct decoder_segment *s, const struct decoder_filter *f)
 {
@@ -678,7 +639,7 @@ static void finish_tables(struct decoder_segment *s, const struct decoder_filter
 	if (!s->ks)
 		s->ks = ksyms_live_for_boot(segment_meta_get(&s->meta, "boot_id"));
 	place_wall_window(s, f);
-	read_overlap(s);
+	decode_read_overlap(s);
 	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
 	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");
