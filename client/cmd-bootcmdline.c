@@ -2,7 +2,8 @@
 /*
  * stackmapctl boot-cmdline: the kernel command-line arguments that start
  * the configured capture at boot, so that stackmapd can adopt the
- * top-level buffer with everything recorded since early boot.
+ * top-level buffer with everything recorded since early boot, and those
+ * that keep the crash buffer ([crash]) across a warm reboot.
  */
 #include <getopt.h>
 
@@ -19,7 +20,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: stackmapctl boot-cmdline [-c FILE]\n\n"
 		"Print the kernel command-line arguments that start the capture that FILE\n"
-		"configures (default " SYSCONFDIR "/stackmapd.conf), on one line.\n\n"
+		"configures (default " SYSCONFDIR "/stackmapd.conf), on one line, with\n"
+		"reserve_mem= and trace_instance= for the crash buffer when [crash] has one.\n\n"
 		"  -c, --config FILE   the stackmapd configuration file\n"
 		"  -h, --help          show this help\n");
 }
@@ -67,7 +69,7 @@ int cmd_boot_cmdline(int argc, char **argv)
 		{},
 	};
 	const char *path = SYSCONFDIR "/stackmapd.conf";
-	_cleanup_free_ char *error = NULL, *line = NULL;
+	_cleanup_free_ char *error = NULL, *line = NULL, *crash = NULL;
 	struct config c;
 	int opt, r, ret = CONFIG_EXIT_INVALID;
 
@@ -112,13 +114,23 @@ int cmd_boot_cmdline(int argc, char **argv)
 		goto out;
 	}
 
-	r = config_boot_cmdline(&c, &line);
-	if (r < 0) {
-		ret = explain_error(r, path, &c);
+	r = config_crash_cmdline(&c, &crash);
+	if (r < 0 && r != -ENODATA) {
+		(void)log_errno(LOG_ERR, r, "cannot make the command line");
+		ret = 1;
 		goto out;
 	}
-	note_limits(&c);
-	printf("%s\n", line);
+	r = config_boot_cmdline(&c, &line);
+	if (r == -EINVAL && crash) {
+		/* a named instance: no boot capture, but the crash buffer works with any */
+		fprintf(stderr, "# note: boot capture needs the top-level instance; only the crash "
+			"buffer's arguments are printed\n");
+	} else if (r < 0) {
+		ret = explain_error(r, path, &c);
+		goto out;
+	} else
+		note_limits(&c);
+	printf("%s%s%s\n", line ?: "", line && crash ? " " : "", crash ?: "");
 	ret = fflush(stdout) == 0 ? 0 : 1;
 out:
 	config_done(&c);

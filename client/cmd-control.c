@@ -18,6 +18,7 @@
 
 #include <ini.h>
 
+#include "capture.h"
 #include "commands.h"
 #include "ctl-proto.h"
 #include "log.h"
@@ -693,7 +694,7 @@ static void print_list(const struct json_value *v)
 		const struct json_value *l = json_get(s, "last_ts");
 		const struct json_value *c = json_get(s, "complete");
 		const char *p = json_get_string(s, "path");
-		char first[32], last[32], span[32];
+		char first[32], last[32], span[32], capture[512];
 
 		if (b && b->is_integer) {
 			format_size((uint64_t)b->integer, size, sizeof(size));
@@ -710,6 +711,9 @@ static void print_list(const struct json_value *v)
 			(void)snprintf(span, sizeof(span), "-");
 		printf("%-*s  %10s  %18s  %18s  %10s  %s\n", (int)wpath, p ? p : "-", size, first, last,
 		       span, !c || c->type != JSON_BOOL ? "-" : c->boolean ? "yes" : "no");
+		/* the daemon's archive is on this machine: say what a crash capture is */
+		if (p && capture_describe_file(p, capture, sizeof(capture)) > 0)
+			printf("  crash capture: %s\n", capture);
 	}
 	format_size(total, size, sizeof(size));
 	printf("%zu segment%s, %s%s\n", n, n == 1 ? "" : "s", size,

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <time.h>
 
+#include "capture.h"
 #include "cmd-common.h"
 #include "commands.h"
 #include "info.h"
@@ -424,11 +425,14 @@ static void info_print(const struct info *in)
 	const struct segment_index *idx = segment_reader_index(in->r);
 	const char *opened = meta_get(in, "opened_usec");
 	struct cpu_stat t;
-	char a[32], b[32];
+	char a[32], b[32], capture[512];
 	bool first = true;
 
 	info_totals(in, &t);
 	printf("segment:      %s\n", in->path);
+	if (capture_describe(&in->meta, t.events ? t.last_ts - t.first_ts : 0, capture,
+			     sizeof(capture)) > 0)
+		printf("capture:      %s\n", capture);
 	printf("state:        %s", info_state(in));
 	if (idx && (idx->flags & SEGMENT_INDEX_F_TRUNCATED))
 		printf(", recovered after an unclean stop (truncated)");

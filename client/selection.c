@@ -29,6 +29,8 @@ struct seg_info {
 	uint64_t opened_usec;
 	uint64_t nr_cpus;		/* 0: unknown */
 	uint64_t mtime_usec;
+	uint64_t last_ts;		/* of its last event by the INDEX; 0: unknown */
+	char *saved_by;			/* a crash capture: the boot that saved it */
 };
 
 static void closedirp(DIR **d)
@@ -70,6 +72,7 @@ void selection_done(struct selection *s)
 			free(s->state->info[i].boot);
 			free(s->state->info[i].recording);
 			free(s->state->info[i].clock);
+			free(s->state->info[i].saved_by);
 		}
 	}
 	if (s->state) {
@@ -157,6 +160,23 @@ int selection_option(struct selection *s, int c, const char *arg)
 	case SELECTION_OPT_CONFIG:
 		s->config = arg;
 		return 1;
+	case SELECTION_OPT_BOOT:
+		if (!*arg) {
+			log_err("invalid boot '' (0, -1, ... or a boot id)");
+			return -1;
+		}
+		s->boot = arg;
+		return 1;
+	case SELECTION_OPT_LAST: {
+		uint64_t usec;
+
+		if (config_parse_duration(arg, &usec) < 0 || !usec) {
+			log_err("invalid duration '%s' (e.g. 5s, 500ms, 2min)", arg);
+			return -1;
+		}
+		s->last_ns = usec * 1000;
+		return 1;
+	}
 	default:
 		return 0;
 	}
@@ -267,6 +287,7 @@ static void read_info(const char *path, struct seg_info *ret)
 {
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
 	struct segment_meta m = {};
+	const struct segment_index *idx;
 	struct segment_record rec;
 	struct stat st;
 
@@ -282,6 +303,20 @@ static void read_info(const char *path, struct seg_info *ret)
 	ret->clock = strdup(segment_meta_get(&m, "clock") ?: "");
 	(void)segment_meta_u64(&m, "opened_usec", &ret->opened_usec);
 	(void)segment_meta_u64(&m, "nr_cpus", &ret->nr_cpus);
+	/* a crash capture is opened at the next boot: its events span what its clock pairs say */
+	if (segment_meta_get(&m, "capture")) {
+		uint64_t first = 0, last = 0;
+
+		ret->saved_by = strdup(segment_meta_get(&m, "capture_current_boot_id") ?: "");
+		if (segment_meta_u64(&m, "capture_first_usec", &first) == 0 && first &&
+		    segment_meta_u64(&m, "capture_last_usec", &last) == 0 && last >= first) {
+			ret->opened_usec = first;
+			ret->mtime_usec = last;
+		}
+	}
+	idx = segment_reader_index(rd);
+	for (uint32_t i = 0; idx && i < idx->nr_cpus; i++)
+		ret->last_ts = MAX(ret->last_ts, idx->cpus[i].last_ts);
 	segment_meta_done(&m);
 }
 
@@ -358,7 +393,99 @@ static void info_free(struct seg_info *i)
 	free(i->boot);
 	free(i->recording);
 	free(i->clock);
+	free(i->saved_by);
 	*i = (struct seg_info){};
+}
+
+/*
+ * The boot --boot names: "0" the last boot the segments know of, "-1" the
+ * one before, or an id's start. A crash capture names the boot that saved
+ * it too: in flight mode that boot may have no segment yet, and its
+ * previous boot is still -1.
+ */
+static const char *boot_wanted(const struct selection *s, const struct seg_info *info, size_t n)
+{
+	const char **order;
+	const char *found = NULL;
+	size_t k = 0;
+	char *e;
+	long back;
+
+	errno = 0;
+	back = strtol(s->boot, &e, 10);
+	if (*e || errno || back > 0) {
+		for (size_t i = 0; i < n; i++)
+			if (info[i].boot && startswith(info[i].boot, s->boot))
+				return info[i].boot;
+		return NULL;
+	}
+	order = calloc(2 * n + 1, sizeof(*order));
+	if (!order)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *b[2] = { info[i].boot, info[i].saved_by };
+
+		for (size_t j = 0; j < 2; j++) {
+			if (!b[j] || !*b[j])
+				continue;
+			/* each boot once, where it first appears */
+			for (size_t x = 0; x < k && b[j]; x++)
+				if (streq(order[x], b[j]))
+					b[j] = NULL;
+			if (b[j])
+				order[k++] = b[j];
+		}
+	}
+	if ((size_t)-back < k)
+		found = order[k - 1 - (size_t)-back];
+	free(order);
+	return found;
+}
+
+static void drop_path(struct selection *s, size_t i)
+{
+	info_free(&s->state->info[i]);
+	free(s->paths[i]);
+	s->paths[i] = NULL;
+}
+
+/*
+ * --boot keeps the segments of one boot; --last keeps those of the last
+ * boot left and turns into a trace-clock --since: the last event of its
+ * segments (by their INDEX) minus the duration. 0, or -ENOENT (logged).
+ */
+static int select_boot(struct selection *s)
+{
+	struct selection_state *st = s->state;
+	_cleanup_free_ char *boot = NULL;
+	uint64_t end = 0;
+	const char *b;
+
+	if (s->boot) {
+		b = boot_wanted(s, st->info, s->nr_paths);
+		if (!b) {
+			log_err("no boot '%s' in the segments read", s->boot);
+			return -ENOENT;
+		}
+		boot = strdup(b);
+	} else if (s->last_ns) {
+		b = boot_wanted(&(struct selection){ .boot = "0" }, st->info, s->nr_paths);
+		boot = b ? strdup(b) : NULL;
+	} else
+		return 0;
+	if (!boot)
+		return b ? -ENOMEM : 0;
+	for (size_t i = 0; i < s->nr_paths; i++) {
+		if (!same_str(st->info[i].boot, boot))
+			drop_path(s, i);
+		else
+			end = MAX(end, st->info[i].last_ts);
+	}
+	if (s->last_ns && end) {
+		s->since = (struct wallclock_time){ .set = true, .trace = true,
+						    .ns = end > s->last_ns ? end - s->last_ns : 0 };
+	}
+	return 0;
 }
 
 /*
@@ -372,18 +499,30 @@ static int group_paths(struct selection *s)
 	struct selection_state *st = s->state;
 	_cleanup_free_ struct path_order *o = NULL;
 	_cleanup_free_ struct seg_info *info = NULL;
-	_cleanup_free_ char **paths = NULL;
-	size_t k = 0, n = s->nr_paths;
+	_cleanup_free_ char **in = NULL;
+	size_t k = 0, m = 0, n = s->nr_paths, all = s->nr_paths;
+	int r;
 
 	st->info = calloc(n ?: 1, sizeof(*st->info));
 	s->group_start = calloc(n + 1, sizeof(*s->group_start));
 	o = calloc(n ?: 1, sizeof(*o));
 	info = calloc(n ?: 1, sizeof(*info));
-	paths = calloc(n ?: 1, sizeof(*paths));
-	if (!st->info || !s->group_start || !o || !info || !paths)
+	in = calloc(n ?: 1, sizeof(*in));
+	if (!st->info || !s->group_start || !o || !info || !in)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		read_info(s->paths[i], &info[i]);
+		read_info(s->paths[i], &st->info[i]);
+	/* --boot and --last first: they drop the paths of other boots */
+	r = select_boot(s);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (!s->paths[i])
+			continue;
+		info[m] = st->info[i];
+		in[m++] = s->paths[i];
+	}
+	n = m;
 	for (size_t i = 0; i < n; i++) {
 		o[i] = (struct path_order){ .idx = i, .i = &info[i] };
 		for (size_t j = 0; j < n; j++) {
@@ -400,16 +539,17 @@ static int group_paths(struct selection *s)
 
 		if (recording_outside(s, &o[i]) || outside_window(s, &info[x])) {
 			info_free(&info[x]);
-			free(s->paths[x]);
+			free(in[x]);
 			continue;
 		}
 		st->info[k] = info[x];
-		paths[k] = s->paths[x];
+		s->paths[k] = in[x];
 		if (!k || !same_recording(&st->info[k], &st->info[k - 1]))
 			s->group_start[s->nr_groups++] = k;
 		k++;
 	}
-	memcpy(s->paths, paths, k * sizeof(*paths));
+	/* the entries past the last kept one were moved or freed above */
+	memset(st->info + k, 0, (all - k) * sizeof(*st->info));
 	s->nr_paths = k;
 	s->group_start[s->nr_groups] = k;
 	return 0;
@@ -446,6 +586,8 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 	if (!s->state)
 		return log_errno(LOG_ERR, -ENOMEM, "cannot list the segments");
 	r = group_paths(s);
+	if (r == -ENOENT)
+		return r;
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot list the segments");
 	for (size_t i = 0; i < s->nr_paths; i++)

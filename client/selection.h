@@ -33,6 +33,8 @@ enum {
 	SELECTION_OPT_EVENT,
 	SELECTION_OPT_CONFIG,
 	SELECTION_OPT_MARKERS,
+	SELECTION_OPT_BOOT,
+	SELECTION_OPT_LAST,
 };
 
 /* getopt_long entries for the shared options; put them in a command's table. */
@@ -44,7 +46,9 @@ enum {
 	{ "comm", required_argument, NULL, SELECTION_OPT_COMM },         \
 	{ "event", required_argument, NULL, SELECTION_OPT_EVENT },       \
 	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG },     \
-	{ "markers", no_argument, NULL, SELECTION_OPT_MARKERS }
+	{ "markers", no_argument, NULL, SELECTION_OPT_MARKERS },      \
+	{ "boot", required_argument, NULL, SELECTION_OPT_BOOT },         \
+	{ "last", required_argument, NULL, SELECTION_OPT_LAST }
 
 /* Usage text of the shared options, for a command's --help. */
 #define SELECTION_USAGE                                                                      \
@@ -55,6 +59,9 @@ enum {
 	"  --comm NAME     only tasks of this name\n"                                            \
 	"  --event NAME    only this event (name or system:name), with its stacks\n"             \
 	"  --markers       also the daemon's own clock markers (print events)\n"                 \
+	"  --boot N|ID     only one boot: 0 the last the archive knows, -1 the one before\n"    \
+	"                  (its crash capture included), or a boot id (or its start)\n"        \
+	"  --last DURATION only the last DURATION (5s, 2min) of the last boot selected\n"     \
 	"  -c, --config FILE  without SEGMENT: read the archive this file configures\n"          \
 	"SEGMENT is a segment file or an archive directory (all its segments, in order);\n"     \
 	"none: the configured archive.\n"
@@ -68,6 +75,8 @@ struct selection {
 	const char *comm;
 	const char *event;		/* "name" or "system:name" */
 	const char *config;		/* -c FILE */
+	const char *boot;		/* --boot: "0", "-1", ... or a boot id prefix; NULL: all */
+	uint64_t last_ns;		/* --last; 0: not set */
 	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
 	bool quiet_unfinished;		/* do not report .part segments as cut short */
 	bool markers;			/* keep the daemon's clock markers (--markers) */

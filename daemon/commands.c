@@ -131,6 +131,8 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 	json_add_uint(&w, "cpus_offline", st.cpus_offline);
 	json_add_uint(&w, "cpus_added", st.cpus_added);
 	json_add_uint(&w, "tracefs_repairs", st.tracefs_repairs);
+	json_add_string(&w, "crash_buffer", st.crash_buffer ?: "off");
+	json_add_uint(&w, "crash_captured", st.crash_captured);
 	json_object_close(&w);
 	json_object_close(&w);
 	free(st.segment_path);

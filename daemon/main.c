@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "config.h"
 #include "config-check.h"
+#include "crash-buffer.h"
 #include "ctl.h"
 #include "hook.h"
 #include "log.h"
@@ -391,6 +392,13 @@ int main(int argc, char **argv)
 		return CONFIG_EXIT_INVALID;
 	}
 	if (check) {
+		_cleanup_free_ char *why = NULL;
+
+		/* the crash buffer needs kernel arguments: a warning, the file is still valid */
+		if (d.cfg.crash_buffer_size && tracing_dir_for_checks() &&
+		    crash_buffer_probe(tracing_dir_for_checks(), &why) < 0)
+			log_warn("%s: crash.buffer_size: %s", d.config_path,
+				 why ?: "the crash buffer is not available");
 		printf("%s: configuration is valid\n", d.config_path);
 		config_done(&d.cfg);
 		return 0;

@@ -20,6 +20,8 @@
 #include "transcode.h"
 #include "wallclock.h"
 
+struct crash_buffer;
+struct crash_previous;
 struct generations;
 
 #define TRIGGER_POLL_USEC (250 * USEC_PER_MSEC)
@@ -92,6 +94,11 @@ struct recorder {
 	unsigned cpus_offline;
 	uint64_t cpus_added;			/* readers added for CPUs that came online */
 	struct recorder_clock clock;
+
+	struct crash_buffer *crash;		/* NULL: no crash buffer */
+	sd_event_source *crash_timer;		/* its clock markers */
+	const struct crash_previous *capture;	/* set while the previous boot's is saved */
+	uint64_t crash_captured;		/* previous boots saved at this start */
 };
 
 /* Whether the config says flight recorder. */
@@ -199,5 +206,29 @@ void flight_trigger_save(struct recorder *rec);
 
 /* recorder-flight.c: timer callback polling the trigger every TRIGGER_POLL_USEC (userdata: rec). */
 int flight_on_trigger_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/*
+ * recorder-crash.c: save the previous boot's crash buffer as a segment,
+ * then arm it for this boot (after load_kernel_facts() and archive_open(),
+ * before anything is recorded). Failures are logged; only out of memory
+ * is returned.
+ */
+int recorder_crash_start(struct recorder *rec);
+
+/* A clean stop: say so in the crash buffer. */
+void recorder_crash_stop(struct recorder *rec);
+
+/* Keep the daemon's tasks out of the crash buffer too. Logs. */
+void recorder_crash_exclude(struct recorder *rec, const int *pids, size_t n);
+
+/* The head and tail of the crash capture segment (rec->capture set), and its META keys. */
+int recorder_crash_segment_begin(struct recorder *rec, struct archive_segment *seg);
+int recorder_crash_segment_end(struct recorder *rec, struct archive_segment *seg);
+int recorder_crash_meta(struct recorder *rec, struct buf *m);
+
+void recorder_crash_free(struct recorder *rec);
+
+/* For status: "off", "armed", or why the crash buffer is not armed (static). */
+const char *recorder_crash_state(const struct recorder *rec);
 
 #endif

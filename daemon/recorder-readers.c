@@ -29,6 +29,7 @@ void recorder_exclude_self(struct recorder *rec)
 	r = tracing_exclude_pids(rec->tracing, pids, n);
 	if (r < 0 && r != -EOPNOTSUPP)
 		log_errno(LOG_WARNING, r, "cannot exclude the recorder's own tasks, continuing");
+	recorder_crash_exclude(rec, pids, n);
 }
 
 int recorder_open_readers(struct recorder *rec)

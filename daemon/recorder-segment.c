@@ -14,6 +14,7 @@
 #include "stack-audit.h"
 #include "config.h"
 #include "cpu-reader.h"
+#include "crash-buffer.h"
 #include "generations.h"
 #include "ksyms.h"
 #include "log.h"
@@ -36,6 +37,28 @@ int recorder_collect_file(const char *name, const void *data, size_t len, void *
 	return named_texts_append(&rec->files, &rec->nr_files, name, data, len);
 }
 
+/* A crash capture's head names the boot and kernel that recorded it. */
+static const char *meta_boot_id(const struct recorder *rec)
+{
+	if (rec->capture)
+		return rec->capture->boot_id;
+	return rec->boot_id ?: "";
+}
+
+static const char *meta_release(const struct recorder *rec)
+{
+	if (rec->capture && rec->capture->kernel_release)
+		return rec->capture->kernel_release;
+	return rec->uts.release;
+}
+
+static const char *meta_version(const struct recorder *rec)
+{
+	if (rec->capture && rec->capture->kernel_version)
+		return rec->capture->kernel_version;
+	return rec->uts.version;
+}
+
 static int write_meta(struct recorder *rec, struct archive_segment *seg)
 {
 	_cleanup_free_ char *clock = tracing_clock(rec->tracing);
@@ -49,19 +72,26 @@ static int write_meta(struct recorder *rec, struct archive_segment *seg)
 		       "instance=%s\nrecording_id=%s\nsegment_seq=%" PRIu64 "\n"
 		       "opened_usec=%" PRIu64 "\nstack_mode=%s\nstack_ref_event_id=%d\n"
 		       "stack_id_event_id=%d\nkernel_stack_event_id=%d\nprint_event_id=%d\n",
-		       SEGMENT_VERSION, PACKAGE_VERSION, rec->boot_id ? rec->boot_id : "",
-		       rec->uts.release, rec->uts.version, rec->hostname, rec->uts.machine,
+		       SEGMENT_VERSION, PACKAGE_VERSION, meta_boot_id(rec),
+		       meta_release(rec), meta_version(rec), rec->hostname, rec->uts.machine,
 		       rec->layout.page_size, rec->nr_cpus, clock ? clock : "local",
 		       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "little" : "big", sizeof(long),
-		       tracing_instance_name(rec->tracing), rec->recording_id, seg->seq,
-		       seg->opened_realtime_usec, rec->gens ? "stackmap" : "full",
+		       rec->capture ? CONFIG_CRASH_INSTANCE : tracing_instance_name(rec->tracing),
+		       rec->recording_id, seg->seq,
+		       seg->opened_realtime_usec, rec->gens && !rec->capture ? "stackmap" : "full",
 		       rec->layout.stack_ref_id,
 		       MAX(rec->layout.stack_id_id, 0), rec->layout.kernel_stack_id,
 		       rec->layout.print_id);
+	if (r == 0 && rec->capture)
+		r = recorder_crash_meta(rec, &m);
 	if (r == 0) {
 		r = buf_printf(&m, "online_cpus=");
 		for (unsigned i = 0; r == 0 && i < rec->nr_readers; i++)
 			r = buf_printf(&m, "%s%d", i ? "," : "", cpu_reader_cpu(rec->readers[i]));
+		/* a crash capture is read before the readers exist: the CPUs it reads */
+		for (unsigned cpu = 0, n = 0; r == 0 && rec->capture && cpu < rec->nr_cpus; cpu++)
+			if (tracing_cpu_online(rec->tracing, (int)cpu))
+				r = buf_printf(&m, "%s%u", n++ ? "," : "", cpu);
 		if (r == 0)
 			r = buf_printf(&m, "\n");
 	}
@@ -81,11 +111,18 @@ static int segment_begin(void *userdata, struct archive_segment *seg)
 	r = write_meta(rec, seg);
 	if (r < 0)
 		return r;
+	if (rec->capture) {
+		r = recorder_crash_segment_begin(rec, seg);
+		if (r < 0)
+			return r;
+		goto files;
+	}
 	/* read back into this segment, it pairs its first events with the wall clock */
 	recorder_clock_sample(rec);
 	recorder_flush_soon(rec);
 	if (rec->gens)
 		generations_segment_begin(rec->gens, seg);
+files:
 	if (rec->cfg->text) {
 		r = segment_writer_append_file(seg->writer, "config", rec->cfg->text,
 					       strlen(rec->cfg->text), level);
@@ -226,6 +263,9 @@ static int segment_end(void *userdata, struct archive_segment *seg)
 	bool tables_missing = false;
 	int r, first = 0;
 
+	/* no tasks, stack-map tables or stats of this boot in the previous one's */
+	if (rec->capture)
+		return recorder_crash_segment_end(rec, seg);
 	if (rec->gens) {
 		r = generations_segment_end(rec->gens, seg);
 		if (r < 0) {

@@ -96,6 +96,8 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 	ret->cpus_offline = rec->cpus_offline;
 	ret->cpus_added = rec->cpus_added;
 	ret->tracefs_repairs = tracing_repairs(rec->tracing);
+	ret->crash_buffer = recorder_crash_state(rec);
+	ret->crash_captured = rec->crash_captured;
 }
 
 int recorder_summary(struct recorder *rec, char *buf, size_t len)

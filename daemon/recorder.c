@@ -336,6 +336,10 @@ int recorder_start(struct recorder *rec, sd_event *e,
 		log_errno(LOG_ERR, r, "cannot open the archive directory '%s'", rec->cfg->directory);
 		goto fail;
 	}
+	/* the previous boot's black box, before this boot records anything */
+	r = recorder_crash_start(rec);
+	if (r < 0)
+		goto fail;
 	r = recorder_open_readers(rec);
 	if (r < 0)
 		goto fail;
@@ -443,6 +447,7 @@ void recorder_stop(struct recorder *rec)
 	}
 	if (rec->gens)
 		generations_stop(rec->gens, rec->cfg->keep_tracing);
+	recorder_crash_stop(rec);
 	r = rec->archive && archive_is_open(rec->archive) ?
 		archive_rotate(rec->archive, true, NULL) : 0;
 	if (r < 0)
@@ -548,6 +553,7 @@ struct recorder *recorder_free(struct recorder *rec)
 	sd_event_source_disable_unref(rec->retention_timer);
 	sd_event_source_disable_unref(rec->trigger_timer);
 	sd_event_source_disable_unref(rec->health_timer);
+	recorder_crash_free(rec);
 	pthread_mutex_destroy(&rec->health_rl.lock);
 	sd_event_unref(rec->event);
 	generations_free(rec->gens);

@@ -101,7 +101,14 @@ int config_boot_cmdline(const struct config *c, char **ret)
 	 * the same way, which also keeps the earliest events if the buffer
 	 * fills before stackmapd starts.
 	 */
-	if (c->record_mode == CONFIG_RECORD_STREAM &&
+	/*
+	 * Except with a crash buffer: an instance made at boot takes the
+	 * top level's options, and Linux 6.12 dereferences the missing
+	 * snapshot buffer of a boot-mapped instance when its overwrite
+	 * option is switched back on. The boot capture then overwrites its
+	 * oldest events if the buffer fills before stackmapd starts.
+	 */
+	if (c->record_mode == CONFIG_RECORD_STREAM && !c->crash_buffer_size &&
 	    config_append_word(&options, ",", "nooverwrite") < 0)
 		return -ENOMEM;
 
@@ -112,6 +119,38 @@ int config_boot_cmdline(const struct config *c, char **ret)
 	    append_arg(&line, "trace_buf_size", c->buffer_size_kb ?
 		       config_format_size(c->buffer_size_kb * KB, size) : NULL) < 0 ||
 	    append_arg(&line, "trace_clock", c->clock) < 0 || !line)
+		return -ENOMEM;
+	*ret = steal_ptr(line);
+	return 0;
+}
+
+/*
+ * The crash buffer: reserve_mem= keeps SIZE bytes at the same physical
+ * address across a warm reboot (Linux 6.12), trace_instance=NAME@LABEL
+ * puts an instance's ring buffer in them. "^traceoff" keeps the instance
+ * from recording at the next boot before stackmapd has saved what the
+ * previous boot left in it; the events after the comma are enabled at
+ * boot (the instance syntax has no stacktrace option or trigger: stackmapd
+ * sets those when it starts the instance).
+ */
+int config_crash_cmdline(const struct config *c, char **ret)
+{
+	_cleanup_free_ char *events = NULL, *line = NULL;
+	char size[32];
+
+	if (!c->crash_buffer_size)
+		return -ENODATA;
+	for (unsigned i = 0; i < c->nr_events; i++) {
+		_cleanup_free_ char *ev = NULL;
+
+		if (strprintf(&ev, "%s:%s", c->events[i].system, c->events[i].name) < 0 ||
+		    config_append_word(&events, ",", ev) < 0)
+			return -ENOMEM;
+	}
+	if (strprintf(&line, "reserve_mem=%s:4096:%s trace_instance=%s^traceoff@%s%s%s",
+		      config_format_size(c->crash_buffer_size, size), CONFIG_CRASH_INSTANCE,
+		      CONFIG_CRASH_INSTANCE, CONFIG_CRASH_INSTANCE, events ? "," : "",
+		      events ?: "") < 0)
 		return -ENOMEM;
 	*ret = steal_ptr(line);
 	return 0;

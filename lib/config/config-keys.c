@@ -384,6 +384,11 @@ const struct config_key config_keys[] = {
 
 	KEY("service", "status_interval", parse_dur, FIELD_U64, CFG_FIELD(status_interval_usec),
 	    RANGE(SEC, DAY)),
+
+	KEY("crash", "buffer_size", parse_sz, FIELD_U64, CFG_FIELD(crash_buffer_size),
+	    RANGE(1 * MB, 4 * GB), .zero_off = true, .restart = true),
+	KEY("crash", "clock_interval", parse_dur, FIELD_U64, CFG_FIELD(crash_clock_interval_usec),
+	    RANGE(100 * MSEC, 10 * MINUTE)),
 };
 
 const size_t config_nr_keys = ARRAY_SIZE(config_keys);

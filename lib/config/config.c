@@ -35,7 +35,8 @@
 
 #define DEFAULT_SOCKET RUNSTATEDIR "/stackmapd/control"
 
-static const char *const sections[] = { "trace", "stackmap", "archive", "control", "service" };
+static const char *const sections[] = { "trace", "stackmap", "archive", "control", "service",
+					"crash" };
 
 /* Copy [p, p+len) without surrounding white space. */
 static char *strndup_trimmed(const char *p, size_t len)
@@ -288,7 +289,7 @@ static void check_line(struct parse_state *s)
 				known = true;
 		if (!known)
 			(void)fail(s, s->line, NULL, "[%.*s]: unknown section (sections are "
-				   "[trace], [stackmap], [archive], [control], [service])", (int)n,
+				   "[trace], [stackmap], [archive], [control], [service], [crash])", (int)n,
 				   t + 1);
 		return;
 	}
@@ -513,6 +514,7 @@ int config_init(struct config *c)
 		.keep_free_percent = 5,
 		.sync = true,
 		.status_interval_usec = 60 * SEC,
+		.crash_clock_interval_usec = 2 * SEC,
 	};
 	c->instance = strdup("");
 	c->directory = strdup(ARCHIVEDIR);

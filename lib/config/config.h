@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define CONFIG_MAX_EVENTS 256
-#define CONFIG_MAX_KEYS 32		/* room in struct config for the line of each key */
+#define CONFIG_MAX_KEYS 40		/* room in struct config for the line of each key */
 #define CONFIG_EXIT_INVALID 78		/* EX_CONFIG */
 
 enum config_stackmap {
@@ -104,6 +104,10 @@ struct config {
 	/* [service] */
 	uint64_t status_interval_usec;	/* STATUS= refresh and summary log */
 
+	/* [crash] */
+	uint64_t crash_buffer_size;	/* reserved memory of the crash buffer; 0 = off */
+	uint64_t crash_clock_interval_usec;	/* clock marker period in the crash buffer */
+
 	/* Line each key was set on, 0 = not in the file; see config_key_line(). */
 	unsigned key_lines[CONFIG_MAX_KEYS];
 };
@@ -184,6 +188,22 @@ void config_keep_running(struct config *next, struct config *running);
  * than 32 triggers (the kernel's limit), -ENOMEM.
  */
 int config_boot_cmdline(const struct config *c, char **ret);
+
+/*
+ * The crash buffer's instance in tracefs and the reserve_mem= label of its
+ * memory (the same name for both).
+ */
+#define CONFIG_CRASH_INSTANCE "stackmapd_crash"
+
+/*
+ * The kernel command-line arguments that keep the crash buffer in memory
+ * across a warm reboot: reserve_mem=SIZE:4096:NAME and
+ * trace_instance=NAME^traceoff@NAME,EVENTS (the events enabled, tracing
+ * off until stackmapd has saved what the previous boot left). *ret is
+ * allocated (caller frees). Returns 0, -ENODATA when the crash buffer is
+ * off, -ENOMEM.
+ */
+int config_crash_cmdline(const struct config *c, char **ret);
 
 /*
  * Parsers exposed for the client and tests. Return 0, -EINVAL for bad

@@ -88,6 +88,14 @@ struct decoder_segment {
 	size_t nr_clocks;
 	bool wall_placed;		/* the filter's real-time window applies, by clocks */
 	uint64_t wall_since, wall_until;	/* that window */
+	/*
+	 * A crash capture (META capture_overlap): per CPU, the trace time up
+	 * to which its events are also in the archive's segments of that
+	 * boot; 0: none. print_type: markers, which only the capture holds.
+	 */
+	uint64_t *overlap;
+	size_t nr_overlap;
+	int print_type;
 	/* event types recorded with a stack, by the stored config (stack-expect.h) */
 	struct stack_expect_types wants_stack;
 
@@ -126,6 +134,17 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
  */
 bool decoder_segment_wants_ts(const struct decoder_segment *s, const struct decoder_filter *f,
 			      uint64_t ts);
+
+/* Read a crash capture's capture_overlap and print_event_id from s->meta. */
+void decode_read_overlap(struct decoder_segment *s);
+
+/*
+ * Whether the entry at data (trace time ts, on cpu) of a crash capture is
+ * also in an earlier segment of its boot (capture_overlap): it is then
+ * read from there only, so that each event is reported once.
+ */
+bool decoder_segment_overlapped(const struct decoder_segment *s, unsigned int cpu, uint64_t ts,
+				const void *data, int size);
 
 /* PAGES records the segment's reader decompressed so far. */
 uint64_t decoder_segment_frames_read(const struct decoder_segment *s);

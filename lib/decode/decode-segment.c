@@ -117,6 +117,7 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 	free(s->cpus);
 	named_texts_free(&s->files, &s->nr_files);
 	free(s->clocks);
+	free(s->overlap);
 	segment_reader_free(s->rd);
 	segment_meta_done(&s->meta);
 	for (size_t i = 0; i < s->nr_errors; i++)
@@ -648,6 +649,7 @@ static void finish_tables(struct decoder_segment *s, const struct decoder_filter
 	if (!s->ks)
 		s->ks = ksyms_live_for_boot(segment_meta_get(&s->meta, "boot_id"));
 	place_wall_window(s, f);
+	decode_read_overlap(s);
 	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");
 	find_stack_event(s, DECODED_STACK_REF, "stack_ref_event_id", "stackmapd", "stack_ref");

@@ -592,6 +592,8 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 
 			if (size >= 0 && off + (size_t)size <= c->page_len &&
 			    (!decoder_segment_wants_ts(s, &d->filter, ts) ||
+			     (s->nr_overlap &&
+			      decoder_segment_overlapped(s, c->cpu, ts, data, size)) ||
 			     !event_fits(d, c, s, data, size))) {
 				/* outside the window asked for, or its fields do not fit its record */
 				data = kbuffer_next_event(c->kbuf, &ts);

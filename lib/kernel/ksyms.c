@@ -348,7 +348,9 @@ static int size_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct buf *out)
+/* ksyms_subset() for addresses of a kernel whose text lay delta below this one's. */
+static int subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, int64_t delta,
+		  struct buf *out)
 {
 	_cleanup_free_ size_t *idx = NULL;
 	size_t i, nidx = 0, lines = 0;
@@ -365,7 +367,7 @@ int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct
 	if (!idx)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		ssize_t k = find(ks, addrs[i]);
+		ssize_t k = find(ks, addrs[i] + (uint64_t)delta);
 
 		if (k < 0)
 			continue;
@@ -384,12 +386,12 @@ int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct
 		s = &ks->syms[idx[i] >> 1];
 		if ((idx[i] & 1) || s->name == END_MARK)
 			/* Not a text symbol: readers end the one below here, and place nothing in it. */
-			r = buf_printf(out, "%016" PRIx64 " ? .end\n", s->addr);
+			r = buf_printf(out, "%016" PRIx64 " ? .end\n", s->addr - (uint64_t)delta);
 		else if (s->module == NO_MODULE)
-			r = buf_printf(out, "%016" PRIx64 " %c %s\n", s->addr,
+			r = buf_printf(out, "%016" PRIx64 " %c %s\n", s->addr - (uint64_t)delta,
 				       ks->pool[s->name - 1], ks->pool + s->name);
 		else
-			r = buf_printf(out, "%016" PRIx64 " %c %s\t[%s]\n", s->addr,
+			r = buf_printf(out, "%016" PRIx64 " %c %s\t[%s]\n", s->addr - (uint64_t)delta,
 				       ks->pool[s->name - 1], ks->pool + s->name,
 				       ks->pool + s->module);
 		if (r < 0)
@@ -397,6 +399,17 @@ int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct
 		lines++;
 	}
 	return (int)MIN(lines, (size_t)INT32_MAX);
+}
+
+int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct buf *out)
+{
+	return subset(ks, addrs, n, 0, out);
+}
+
+int ksyms_subset_moved(const struct ksyms *ks, const uint64_t *addrs, size_t n, int64_t delta,
+		       struct buf *out)
+{
+	return subset(ks, addrs, n, delta, out);
 }
 
 uint64_t ksyms_address_of(const struct ksyms *ks, const char *name)

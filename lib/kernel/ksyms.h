@@ -90,6 +90,16 @@ uint64_t ksyms_address_of(const struct ksyms *ks, const char *name);
 int ksyms_subset(const struct ksyms *ks, const uint64_t *addrs, size_t n, struct buf *out);
 
 /*
+ * ksyms_subset() for addresses recorded by a previous boot whose kernel
+ * text lay delta bytes below this one's (last_boot_info's text delta, a
+ * crash capture): each address is placed at address + delta in ks, and
+ * each line is written at its address - delta, so that the subset places
+ * the recorded addresses as they are. Returns as ksyms_subset().
+ */
+int ksyms_subset_moved(const struct ksyms *ks, const uint64_t *addrs, size_t n, int64_t delta,
+		       struct buf *out);
+
+/*
  * The running kernel's symbols (/proc/kallsyms, read once and kept until
  * the process ends), for a segment recorded in this boot that carries no
  * kallsyms subset: returned only when boot_id (from the segment's META)

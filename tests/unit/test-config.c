@@ -798,6 +798,9 @@ static void test_boot_cmdline(void)
 		{ "[trace]\nevents = a:ev b:ev\nstacktrace = a:ev\n", -ENOTUNIQ, NULL },
 		{ "[trace]\nevents = a:ev b:ev\nstacktrace = a:ev b:ev\nmode = flight\n", 0,
 		  "trace_event=a:ev,b:ev trace_options=stackmap trace_trigger=ev.stacktrace" },
+		/* the crash buffer's instance inherits the options: it must stay in overwrite mode */
+		{ "[crash]\nbuffer_size = 8M\n", 0, "trace_event=kmem:kmem_cache_alloc,kmem:kmalloc "
+						      "trace_options=stackmap,stacktrace" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -826,6 +829,63 @@ static void test_boot_cmdline(void)
 		line = cmdline(text, &r);
 		CHECK_MSG(r == -E2BIG, "r = %d", r);
 		free(line);
+	}
+}
+
+/* The crash buffer's arguments: reserve_mem= and trace_instance= with the events, tracing off. */
+static void test_crash_cmdline(void)
+{
+	static const struct {
+		const char *text;
+		int r;
+		const char *line;
+	} cases[] = {
+		{ "", -ENODATA, NULL },
+		{ "[crash]\nbuffer_size = 0\n", -ENODATA, NULL },
+		{ "[crash]\nbuffer_size = 16M\n", 0,
+		  "reserve_mem=16M:4096:stackmapd_crash trace_instance=stackmapd_crash^traceoff"
+		  "@stackmapd_crash,kmem:kmem_cache_alloc,kmem:kmalloc" },
+		{ "[trace]\ninstance = mine\nevents = sched:sched_switch\n[crash]\n"
+		  "buffer_size = 1G\nclock_interval = 5s\n", 0,
+		  "reserve_mem=1G:4096:stackmapd_crash trace_instance=stackmapd_crash^traceoff"
+		  "@stackmapd_crash,sched:sched_switch" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct config c;
+		char *err = NULL, *line = NULL;
+		int r;
+
+		r = load(&c, cases[i].text, false, true, &err);
+		CHECK_MSG(r == 0, "case %zu: %s", i, err);
+		free(err);
+		if (r == 0)
+			r = config_crash_cmdline(&c, &line);
+		CHECK_MSG(r == cases[i].r, "case %zu: r = %d", i, r);
+		if (cases[i].line)
+			CHECK_MSG(line && streq(line, cases[i].line), "case %zu: got '%s'", i,
+				  line ? line : "(none)");
+		free(line);
+		config_done(&c);
+	}
+
+	/* bad values are errors with the key's name */
+	{
+		static const char *const bad[] = {
+			"[crash]\nbuffer_size = 512K\n", "[crash]\nbuffer_size = 5G\n",
+			"[crash]\nbuffer_size = lots\n", "[crash]\nclock_interval = 2\n",
+			"[crash]\nclock_interval = 1h\n", "[crash]\nsize = 1M\n",
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+			struct config c;
+			char *err = NULL;
+
+			CHECK_MSG(load(&c, bad[i], false, true, &err) < 0, "accepted: %s", bad[i]);
+			CHECK_MSG(err && strstr(err, "crash."), "%s: %s", bad[i], err);
+			free(err);
+			config_done(&c);
+		}
 	}
 }
 
@@ -988,6 +1048,7 @@ int main(void)
 	test_bad();
 	test_load_file();
 	test_boot_cmdline();
+	test_crash_cmdline();
 	test_needs_restart();
 	test_check_filter();
 	test_check_tracefs();

@@ -169,6 +169,27 @@ static void test_subset(void)
 	CHECK(out.len == strlen(expect) && memcmp(out.data, expect, out.len) == 0);
 	CHECK(ksyms_subset(ks, addrs, 0, &out) == 0);
 
+	/* a previous boot's addresses, its kernel text 0x200000 lower: lines moved down as much */
+	{
+		static const uint64_t old[] = { 0xffffffff80e00158ULL, 0xffffffffc0802044ULL };
+		static const char moved[] =
+			"ffffffff80e00110 T schedule\n"
+			"ffffffff80e001d0 ? .end\n"
+			"ffffffffc0802000 t mod_func_b\t[mymod]\n"
+			"ffffffffc0802080 ? .end\n";
+		struct buf mv = {};
+		struct ksyms *msub = NULL;
+
+		CHECK(ksyms_subset_moved(ks, old, ARRAY_SIZE(old), 0x200000, &mv) == 4);
+		CHECK_MSG(mv.len == strlen(moved) && memcmp(mv.data, moved, mv.len) == 0, "%.*s",
+			  (int)mv.len, (const char *)mv.data);
+		CHECK(ksyms_parse((const char *)mv.data, mv.len, &msub) == 0);
+		CHECK(msub && ksyms_lookup(msub, old[0], NULL, NULL, NULL) &&
+		      streq(ksyms_lookup(msub, old[0], NULL, NULL, NULL), "schedule"));
+		ksyms_free(msub);
+		buf_done(&mv);
+	}
+
 	/* An address in a gap of the subset is placed nowhere, not in the symbol below it. */
 	CHECK(ksyms_parse((const char *)out.data, out.len, &sub) == 0);
 	CHECK(sub && ksyms_count(sub) == 2);

@@ -8,7 +8,7 @@
 # PID logs that it records; exits 1, showing LOG, if it exits or does not.
 wait_recording() {
 	_i=0
-	while ! grep -q '^<6>recording' "$1" 2>/dev/null; do
+	while ! grep -Eq '^<6>(recording|flight recorder on)' "$1" 2>/dev/null; do
 		kill -0 "$2" 2>/dev/null || { echo "stackmapd exited early:"; cat "$1"; exit 1; }
 		_i=$((_i + 1))
 		[ $_i -lt $((${3:-30} * 10)) ] || { echo "stackmapd did not start:"; cat "$1"; exit 1; }
