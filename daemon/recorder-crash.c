@@ -144,23 +144,12 @@ static int drain_crash_buffer(struct recorder *rec)
 	int n = tracing_nr_cpus(rec->tracing);
 
 	for (int cpu = 0; cpu < n; cpu++) {
-		struct cpu_reader_params p = {
-			.instance = crash_buffer_instance(rec->crash),
-			.cpu = cpu,
-			.layout = &rec->layout,
-			.dedup = rec->layout.stack_ref_id >= 0 ? rec->dedup : NULL,
-			.archive = rec->archive,
-			.frame_size = rec->cfg->frame_size,
-			.compression_level = rec->cfg->compression_level,
-			.columns = rec->cfg->frame_encoding == CONFIG_FRAME_COLUMNS,
-			.stack_time_event = rec->cfg->stack_time == CONFIG_STACK_TIME_EVENT,
-			.formats = (const char *const *)rec->formats,
-			.nr_formats = rec->nr_formats,
-			.notify_fd = -1,
-		};
+		struct cpu_reader_params p =
+			recorder_reader_params(rec, crash_buffer_instance(rec->crash), cpu);
 		struct cpu_reader *reader = NULL;
 		int r;
 
+		p.notify_fd = -1;	/* drained here, no thread to hear from */
 		/* an offline CPU kept its pages too, but has no trace_pipe_raw to read now */
 		if (!tracing_cpu_online(rec->tracing, cpu))
 			continue;

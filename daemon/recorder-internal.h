@@ -138,6 +138,10 @@ int recorder_open_readers(struct recorder *rec);
  */
 int recorder_open_online_readers(struct recorder *rec);
 
+/* What a reader of cpu in instance (borrowed) reads with: the recorder's layout, tables and settings. */
+struct cpu_reader_params recorder_reader_params(struct recorder *rec,
+						 struct tracefs_instance *instance, int cpu);
+
 /* Open (not start) a reader for cpu as readers[nr_readers++]. Returns 0 or -errno; logs. */
 int recorder_open_reader(struct recorder *rec, int cpu);
 

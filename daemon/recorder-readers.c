@@ -75,10 +75,11 @@ int recorder_open_online_readers(struct recorder *rec)
 	return 0;
 }
 
-int recorder_open_reader(struct recorder *rec, int cpu)
+struct cpu_reader_params recorder_reader_params(struct recorder *rec,
+						 struct tracefs_instance *instance, int cpu)
 {
-	struct cpu_reader_params p = {
-		.instance = tracing_instance(rec->tracing),
+	return (struct cpu_reader_params){
+		.instance = instance,
 		.cpu = cpu,
 		.layout = &rec->layout,
 		.dedup = rec->layout.stack_ref_id >= 0 ? rec->dedup : NULL,
@@ -91,6 +92,11 @@ int recorder_open_reader(struct recorder *rec, int cpu)
 		.nr_formats = rec->nr_formats,
 		.notify_fd = rec->notify_fd,
 	};
+}
+
+int recorder_open_reader(struct recorder *rec, int cpu)
+{
+	struct cpu_reader_params p = recorder_reader_params(rec, tracing_instance(rec->tracing), cpu);
 	int r;
 
 	r = cpu_reader_new(&p, &rec->readers[rec->nr_readers]);
