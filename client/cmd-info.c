@@ -213,20 +213,22 @@ static int info_record(struct info *in, const struct segment_record *rec)
 	switch (rec->type) {
 	case SEGMENT_REC_META:
 		return segment_meta_parse(&in->meta, rec->data, rec->len);
-	case SEGMENT_REC_FILE:
-		if (rec->len >= sizeof("header_page") &&
-		    memcmp(rec->data, "header_page", sizeof("header_page")) == 0) {
-			size_t n = rec->len - sizeof("header_page");
+	case SEGMENT_REC_FILE: {
+		const uint8_t *content;
+		const char *name;
+		size_t n;
 
+		if (segment_file_split(rec, &name, &content, &n) == 0 && streq(name, "header_page")) {
 			free(in->header_page);
 			in->header_page = malloc(n + 1);
 			if (!in->header_page)
 				return -ENOMEM;
-			memcpy(in->header_page, rec->data + sizeof("header_page"), n);
+			memcpy(in->header_page, content, n);
 			in->header_page[n] = '\0';
 			in->header_page_len = n;
 		}
 		return 0;
+	}
 	case SEGMENT_REC_PAGES:
 		c = cpu_get(in, rec->cpu);
 		if (!c)

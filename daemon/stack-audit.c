@@ -40,13 +40,14 @@ static void audit_done(struct audit *a)
 /* Keep what tells which events want a stack: the config and the event formats. */
 static int keep_file(struct audit *a, const struct segment_record *rec)
 {
-	const char *name = (const char *)rec->data;
-	const uint8_t *nul = memchr(rec->data, 0, MIN(rec->len, (size_t)256));
+	const uint8_t *content;
+	const char *name;
+	size_t len;
 
-	if (!nul || (!streq(name, "config") && !startswith(name, "events/")))
+	if (segment_file_split(rec, &name, &content, &len) < 0 ||
+	    (!streq(name, "config") && !startswith(name, "events/")))
 		return 0;
-	return named_texts_append(&a->files, &a->nr_files, name, nul + 1,
-				  rec->len - (size_t)(nul + 1 - rec->data));
+	return named_texts_append(&a->files, &a->nr_files, name, content, len);
 }
 
 static struct stack_expect *audit_cpu(struct audit *a, uint32_t cpu)

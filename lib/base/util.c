@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include "util.h"
 
@@ -155,22 +156,36 @@ int write_file(const char *path, const char *s)
 	return write_all(fd, s, strlen(s));
 }
 
-int write_all(int fd, const void *buf, size_t len)
+int writev_all(int fd, struct iovec *iov, int n)
 {
-	const char *p = buf;
+	while (n > 0) {
+		ssize_t k = writev(fd, iov, n);
 
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
+		if (k < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		p += n;
-		len -= (size_t)n;
+		if (k == 0)
+			return -EIO;
+		while (n > 0 && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
 	}
 	return 0;
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return len ? writev_all(fd, &iov, 1) : 0;
 }
 
 int fsync_dir(const char *dir)

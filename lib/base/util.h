@@ -205,6 +205,13 @@ int write_file(const char *path, const char *s);
 /* write() all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
 int write_all(int fd, const void *buf, size_t len);
 
+/*
+ * Write all of iov[0..n) (advanced as it is written), retrying on EINTR.
+ * Returns 0 or -errno; -EIO when the file takes nothing.
+ */
+struct iovec;
+int writev_all(int fd, struct iovec *iov, int n);
+
 /* A named text (a file's name and content), as kept in lists of them. */
 struct named_text {
 	char *name;

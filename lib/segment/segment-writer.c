@@ -126,32 +126,6 @@ int segment_writer_resume(const char *dir, const char *part_path, uint64_t keep_
 	return 0;
 }
 
-/* writev() all of iov, retrying on EINTR and short writes. Modifies iov. */
-static int writev_all(int fd, struct iovec *iov, int n)
-{
-	while (n > 0) {
-		ssize_t k = writev(fd, iov, n);
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (k == 0)
-			return -EIO;
-		while (n > 0 && (size_t)k >= iov->iov_len) {
-			k -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + k;
-			iov->iov_len -= (size_t)k;
-		}
-	}
-	return 0;
-}
-
 #define MAX_PAYLOAD_IOV 3
 
 /*

@@ -324,3 +324,18 @@ int segment_name_seq(const char *name, uint64_t *ret_seq)
 	*ret_seq = seq;
 	return 0;
 }
+
+int segment_file_split(const struct segment_record *rec, const char **ret_name,
+		       const uint8_t **ret_content, size_t *ret_len)
+{
+	const uint8_t *nul;
+
+	assert(rec);
+	nul = memchr(rec->data, 0, MIN(rec->len, (size_t)256));
+	if (!nul)
+		return -EBADMSG;
+	*ret_name = (const char *)rec->data;
+	*ret_content = nul + 1;
+	*ret_len = rec->len - (size_t)(nul + 1 - rec->data);
+	return 0;
+}

@@ -329,6 +329,14 @@ int segment_recover(const char *part_path, const struct segment_index *idx, cons
 /* Name of a record type ("META", ...), or NULL if the type is unknown. Static. */
 const char *segment_rec_type_name(unsigned int type);
 
+/*
+ * The name and content of a FILE record's payload, "NAME\0CONTENT" (the
+ * name at most 255 bytes): both point into rec's data. Returns 0, or
+ * -EBADMSG when the payload has no name.
+ */
+int segment_file_split(const struct segment_record *rec, const char **ret_name,
+		       const uint8_t **ret_content, size_t *ret_len);
+
 /* ---- names ---- */
 
 /* True if name is a finished ("...smseg") or partial segment file name. */
