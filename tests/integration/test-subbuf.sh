@@ -63,7 +63,7 @@ for line in open(sys.argv[1]):
         if got != want:
             sys.exit("%s: page_size %s, want %d" % (d.get("path"), got, want))
 PY
-	n=$("$STACKMAPCTL" report "${segs[@]}" 2>/dev/null | count_report_entries)
+	n=$("$STACKMAPCTL" report --markers "${segs[@]}" 2>/dev/null | count_report_entries)
 	[ "$n" = "$KERNEL_READ" ] ||
 		fail "$kb KiB: the archive holds $n entries, the kernel says $KERNEL_READ were read"
 	note "$kb KiB: $n entries, $KERNEL_LOST lost"
