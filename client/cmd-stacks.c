@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 
+#include "budget.h"
 #include "cmd-common.h"
 #include "commands.h"
 #include "decode.h"
@@ -131,7 +132,8 @@ static int stacks_one(const char *path, bool json)
 
 	r = decoder_segment_load(path, &seg, &msg);
 	if (r < 0) {
-		if (!msg && asprintf(&msg, "'%s': %s", path, strerror(-r)) < 0)
+		if (!msg && asprintf(&msg, "'%s': %s", path,
+				     r == -ENOMEM && budget_error() ? budget_error() : strerror(-r)) < 0)
 			msg = NULL;
 		log_err("%s", msg ?: "out of memory");
 		if (json) {

@@ -11,6 +11,7 @@
 
 #include <event-parse.h>
 
+#include "budget.h"
 #include "config.h"
 #include "decode.h"
 #include "log.h"
@@ -150,6 +151,9 @@ int selection_option(struct selection *s, int c, const char *arg)
 	case 'c':
 	case SELECTION_OPT_CONFIG:
 		s->config = arg;
+		return 1;
+	case SELECTION_OPT_MEMORY_LIMIT:
+		s->memory_limit = arg;
 		return 1;
 	default:
 		return 0;
@@ -336,7 +340,15 @@ static int group_paths(struct selection *s)
 int selection_resolve(struct selection *s, int argc, char **argv)
 {
 	_cleanup_free_ char *archive = NULL;
+	const char *bad;
 	int r = 0;
+
+	/* every byte the readers hold comes out of this budget (doc/reading-archives.md) */
+	if (budget_setup(s->memory_limit, &bad) < 0) {
+		log_err("invalid memory limit '%s' (a size such as 256M or 1G, at least %" PRIu64
+			" MiB)", bad, BUDGET_MIN_LIMIT >> 20);
+		return -EINVAL;
+	}
 
 	if (argc == 0) {
 		r = configured_archive(s, &archive);
@@ -588,7 +600,10 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 
 	r = decoder_open((const char *const *)s->paths + from, to - from, &d);
 	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot decode");
+		if (r == -ENOMEM && budget_error())
+			log_err("cannot decode: %s", budget_error());
+		else
+			log_errno(LOG_ERR, r, "cannot decode");
 		return -1;
 	}
 	{
@@ -619,7 +634,10 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 			if (s->quiet_unfinished && r != -ENOMEM && strstr(msg, SEGMENT_PART_SUFFIX))
 				continue;
 			damaged = true;
-			log_err("%s", msg);
+			if (r == -ENOMEM && budget_error())
+				log_err("%s: %s", msg, budget_error());
+			else
+				log_err("%s", msg);
 			if (r == -ENOMEM)
 				ret = 2;
 			continue;

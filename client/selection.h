@@ -30,6 +30,7 @@ enum {
 	SELECTION_OPT_COMM,
 	SELECTION_OPT_EVENT,
 	SELECTION_OPT_CONFIG,
+	SELECTION_OPT_MEMORY_LIMIT,
 };
 
 /* getopt_long entries for the shared options; put them in a command's table. */
@@ -40,7 +41,8 @@ enum {
 	{ "pid", required_argument, NULL, SELECTION_OPT_PID },           \
 	{ "comm", required_argument, NULL, SELECTION_OPT_COMM },         \
 	{ "event", required_argument, NULL, SELECTION_OPT_EVENT },       \
-	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG }
+	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG },     \
+	{ "memory-limit", required_argument, NULL, SELECTION_OPT_MEMORY_LIMIT }
 
 /* Usage text of the shared options, for a command's --help. */
 #define SELECTION_USAGE                                                                      \
@@ -51,6 +53,7 @@ enum {
 	"  --comm NAME     only tasks of this name\n"                                            \
 	"  --event NAME    only this event (name or system:name), with its stacks\n"             \
 	"  -c, --config FILE  without SEGMENT: read the archive this file configures\n"          \
+	"  --memory-limit SIZE  what the readers may hold (256M; $STACKMAPCTL_MEMORY_LIMIT)\n"  \
 	"SEGMENT is a segment file or an archive directory (all its segments, in order);\n"     \
 	"none: the configured archive.\n"
 
@@ -62,6 +65,7 @@ struct selection {
 	const char *comm;
 	const char *event;		/* "name" or "system:name" */
 	const char *config;		/* -c FILE */
+	const char *memory_limit;	/* --memory-limit SIZE, NULL: the environment's or the default */
 	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
 	bool quiet_unfinished;		/* do not report .part segments as cut short */
 

@@ -95,6 +95,7 @@ struct decoder_segment {
 	struct cpu_stream *cpus;	/* indexed by CPU */
 	size_t nr_cpus;
 	struct segment_reader *rd;
+	size_t charged;			/* bytes held, in the readers' budget (budget.h) */
 };
 
 /*
@@ -107,10 +108,11 @@ void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...) 
  * The next item of cpu's stream in segment s (NULL: a segment that could
  * not be read): 1 and *ret (owned by the caller, free()), 0 when the CPU
  * has nothing more in s, or -ENOMEM. Each frame is read at its offset when
- * it is needed, so that no CPU's records are queued for another; lookahead
- * is no longer used.
+ * it is needed, so that no CPU's records are queued for another. A frame
+ * longer than room (what the caller may still hold) is skipped, with an
+ * error noted in s, before anything is allocated for it.
  */
-int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t lookahead,
+int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t room,
 			      struct item **ret);
 
 /*

@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 
+#include "budget.h"
 #include "frame-columns-internal.h"
 #include "page-walk.h"
 
@@ -51,6 +52,7 @@ struct frame_columns *frame_columns_free(struct frame_columns *fc)
 	buf_done(&fc->cols);
 	buf_done(&fc->lens);
 	buf_done(&fc->table);
+	budget_release_all(&fc->charged);
 	buf_done(&fc->dcols);
 	buf_done(&fc->dict);
 	buf_done(&fc->dtpls);

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "budget.h"
 #include "stacktab.h"
 #include "util.h"
 
@@ -158,13 +159,20 @@ struct gen_record {
 	struct segment_generation g;
 };
 
+/* A generation window, and (once sorted) the window that may overlap it. */
+struct window {
+	struct segment_generation g;
+	size_t order;		/* of its GENERATION record: the first of equal windows stays */
+	size_t other;		/* sorted: a later window of another reset with the lowest begin; SIZE_MAX none */
+};
+
 struct stacktab {
 	struct tab_entry **slots;	/* open addressing, linear probing; NULL = free */
 	size_t nr_slots;		/* power of two, 0 before the first insert */
 	size_t nr_entries;
 	size_t bytes;			/* of the entries' copies */
 
-	struct segment_generation *windows;
+	struct window *windows;
 	size_t nr_windows;
 	bool windows_sorted;
 	bool windows_overlap;
@@ -177,6 +185,7 @@ struct stacktab {
 
 	struct stacktab_stats stats;
 	char reason[96];
+	size_t charged;			/* bytes held, in the readers' budget (budget.h) */
 };
 
 struct stacktab *stacktab_new(void)
@@ -188,6 +197,7 @@ struct stacktab *stacktab_free(struct stacktab *t)
 {
 	if (!t)
 		return NULL;
+	budget_release_all(&t->charged);
 	for (size_t i = 0; i < t->nr_slots; i++)
 		free(t->slots[i]);
 	free(t->slots);
@@ -240,9 +250,14 @@ static int grow(struct stacktab *t)
 
 	if (t->nr_entries * 2 < t->nr_slots)
 		return 0;
-	slots = calloc(n, sizeof(*slots));
-	if (!slots)
+	if (budget_charge(&t->charged, n * sizeof(*slots), "the stack table") < 0)
 		return -ENOMEM;
+	slots = calloc(n, sizeof(*slots));
+	if (!slots) {
+		budget_release(&t->charged, n * sizeof(*slots));
+		return -ENOMEM;
+	}
+	budget_release(&t->charged, t->nr_slots * sizeof(*slots));
 	for (size_t i = 0; i < t->nr_slots; i++) {
 		struct tab_entry *te = t->slots[i];
 
@@ -317,6 +332,10 @@ static int add_entry(const struct stack_entry *e, void *userdata)
 		return r;
 	slot = find_slot(t->slots, t->nr_slots, entry_key(e->generation, e->id));
 	te = *slot;
+	if ((!te || (!te->conflict && !(e->flags & SEGMENT_STACK_F_ABSENT) &&
+		     (te->e.flags & SEGMENT_STACK_F_ABSENT))) &&
+	    budget_charge(&t->charged, size, "the stack table") < 0)
+		return -ENOMEM;
 	if (!te) {
 		te = entry_dup(e);
 		if (!te)
@@ -362,6 +381,8 @@ static int cpu_state(struct stacktab *t, uint32_t cpu, struct cpu_state **ret)
 		struct cpu_state *c;
 
 		n = MIN(n, (size_t)STACKTAB_MAX_CPUS);
+		if (budget_charge(&t->charged, (n - t->nr_cpus) * sizeof(*c), "the stack table") < 0)
+			return -ENOMEM;
 		c = realloc(t->cpus, n * sizeof(*c));
 		if (!c)
 			return -ENOMEM;
@@ -373,13 +394,15 @@ static int cpu_state(struct stacktab *t, uint32_t cpu, struct cpu_state **ret)
 	return 0;
 }
 
-static int append(void *pptr, size_t *nr, size_t size, const void *item)
+static int append(struct stacktab *t, void *pptr, size_t *nr, size_t size, const void *item)
 {
 	void **p = pptr;
 	void *n;
 
 	/* The capacity is implied by nr: 4, then doubled whenever nr reaches a power of two. */
 	if (*nr == 0 || (*nr >= 4 && (*nr & (*nr - 1)) == 0)) {
+		if (budget_charge(&t->charged, size * (*nr ? *nr : 4), "generation records") < 0)
+			return -ENOMEM;
 		n = realloc(*p, size * (*nr ? *nr * 2 : 4));
 		if (!n)
 			return -ENOMEM;
@@ -399,25 +422,25 @@ static bool same_generation(const struct segment_generation *a, const struct seg
 int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segment_generation *g)
 {
 	struct gen_record rec = { .cpu = cpu, .g = *g };
+	struct window w = { .g = *g, .order = t->nr_gens, .other = SIZE_MAX };
 	struct cpu_state *c = NULL;
 	int r;
 
-	/* The daemon may write a window again (when a reset happens, and with the segment's tables). */
-	if (cpu == SEGMENT_NO_CPU)
-		for (size_t i = 0; i < t->nr_windows; i++)
-			if (same_generation(&t->windows[i], g))
-				return 0;
-
+	/*
+	 * The daemon may write a window again (when a reset happens, and with
+	 * the segment's tables): sort_windows() keeps one of equal windows,
+	 * once for all, so that adding is constant time whatever a file holds.
+	 */
 	if (cpu != SEGMENT_NO_CPU) {
 		r = cpu_state(t, cpu, &c);
 		if (r < 0)
 			return r;
 	}
-	r = append(&t->gens, &t->nr_gens, sizeof(rec), &rec);
+	r = append(t, &t->gens, &t->nr_gens, sizeof(rec), &rec);
 	if (r < 0)
 		return r;
 	if (!c) {
-		r = append(&t->windows, &t->nr_windows, sizeof(*g), g);
+		r = append(t, &t->windows, &t->nr_windows, sizeof(w), &w);
 		if (r < 0) {
 			t->nr_gens--;
 			return r;
@@ -445,24 +468,61 @@ int stacktab_cpu_boundary(struct stacktab *t, uint32_t cpu, uint32_t generation)
 
 static int window_cmp(const void *a, const void *b)
 {
-	const struct segment_generation *x = a, *y = b;
+	const struct window *wx = a, *wy = b;
+	const struct segment_generation *x = &wx->g, *y = &wy->g;
 
 	if (x->window_end != y->window_end)
 		return x->window_end < y->window_end ? -1 : 1;
 	if (x->window_begin != y->window_begin)
 		return x->window_begin < y->window_begin ? -1 : 1;
-	return x->generation < y->generation ? -1 : x->generation > y->generation;
+	if (x->generation != y->generation)
+		return x->generation < y->generation ? -1 : 1;
+	if (x->prev_generation != y->prev_generation)
+		return x->prev_generation < y->prev_generation ? -1 : 1;
+	return wx->order < wy->order ? -1 : wx->order > wy->order;
 }
 
+/* Two windows of one reset: an event in both is placed all the same. */
+static bool same_reset(const struct window *a, const struct window *b)
+{
+	return a->g.generation == b->g.generation && a->g.prev_generation == b->g.prev_generation;
+}
+
+/*
+ * Sort the windows by end, drop repeated ones, and find for each window
+ * the later window (by end) of another reset that begins first: an event
+ * in a window is ambiguous between resets exactly when that one has begun
+ * by then. One pass from the end keeps the lowest begin of the windows
+ * seen and the lowest begin among those of another reset than that one.
+ */
 static void sort_windows(struct stacktab *t)
 {
+	struct window *w = t->windows;
+	size_t n = 0, best = SIZE_MAX, second = SIZE_MAX;
+
 	if (t->windows_sorted)
 		return;
-	qsort(t->windows, t->nr_windows, sizeof(*t->windows), window_cmp);
+	qsort(w, t->nr_windows, sizeof(*w), window_cmp);
+	for (size_t i = 0; i < t->nr_windows; i++)
+		if (!n || !same_generation(&w[n - 1].g, &w[i].g))
+			w[n++] = w[i];
+	t->nr_windows = n;
 	t->windows_overlap = false;
-	for (size_t i = 1; i < t->nr_windows; i++)
-		if (t->windows[i].window_begin <= t->windows[i - 1].window_end)
+	for (size_t i = 1; i < n; i++)
+		if (w[i].g.window_begin <= w[i - 1].g.window_end)
 			t->windows_overlap = true;
+	for (size_t i = n; i-- > 0;) {
+		w[i].other = best == SIZE_MAX || !same_reset(&w[best], &w[i]) ? best : second;
+		if (best == SIZE_MAX || same_reset(&w[best], &w[i])) {
+			if (best == SIZE_MAX || w[i].g.window_begin < w[best].g.window_begin)
+				best = i;
+		} else if (w[i].g.window_begin < w[best].g.window_begin) {
+			second = best;
+			best = i;
+		} else if (second == SIZE_MAX || w[i].g.window_begin < w[second].g.window_begin) {
+			second = i;
+		}
+	}
 	t->windows_sorted = true;
 }
 
@@ -530,11 +590,12 @@ static int resolve_ambiguous(struct stacktab *t, uint32_t prev, uint32_t gen, ui
 static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
 			   const struct stack_entry **ret_entry, const char **ret_reason)
 {
+	const struct window *ws;
 	const struct segment_generation *w;
 	size_t lo = 0, hi, n;
 
 	sort_windows(t);
-	w = t->windows;
+	ws = t->windows;
 	n = t->nr_windows;
 
 	/* First window that ends at or after ts. */
@@ -542,43 +603,43 @@ static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (w[mid].window_end < ts)
+		if (ws[mid].g.window_end < ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 
-	if (lo < n && w[lo].window_begin <= ts) {
+	if (lo < n && ws[lo].g.window_begin <= ts) {
 		/*
 		 * Windows of different resets never overlap when the daemon serializes
 		 * resets; if they do, an event in both cannot be placed. Two windows of
 		 * the same reset are one window.
 		 */
-		if (t->windows_overlap)
-			for (size_t k = lo + 1; k < n; k++)
-				if (w[k].window_begin <= ts &&
-				    (w[k].generation != w[lo].generation ||
-				     w[k].prev_generation != w[lo].prev_generation))
-					return unresolved(t, STACKTAB_KERNEL_ID, ret_reason,
-							  "ambiguous between generations %" PRIu32
-							  " and %" PRIu32,
-							  MIN(w[lo].prev_generation, w[k].prev_generation),
-							  MAX(w[lo].generation, w[k].generation));
-		if (!w[lo].prev_generation)
-			return resolve_in(t, STACKTAB_KERNEL_ID, w[lo].generation, id, ret_entry,
+		w = &ws[lo].g;
+		if (t->windows_overlap && ws[lo].other != SIZE_MAX &&
+		    ws[ws[lo].other].g.window_begin <= ts) {
+			const struct segment_generation *o = &ws[ws[lo].other].g;
+
+			return unresolved(t, STACKTAB_KERNEL_ID, ret_reason,
+					  "ambiguous between generations %" PRIu32 " and %" PRIu32,
+					  MIN(w->prev_generation, o->prev_generation),
+					  MAX(w->generation, o->generation));
+		}
+		if (!w->prev_generation)
+			return resolve_in(t, STACKTAB_KERNEL_ID, w->generation, id, ret_entry,
 					  ret_reason);
-		return resolve_ambiguous(t, w[lo].prev_generation, w[lo].generation, id, ret_entry,
+		return resolve_ambiguous(t, w->prev_generation, w->generation, id, ret_entry,
 					 ret_reason);
 	}
 	if (lo > 0)
-		return resolve_in(t, STACKTAB_KERNEL_ID, w[lo - 1].generation, id, ret_entry,
+		return resolve_in(t, STACKTAB_KERNEL_ID, ws[lo - 1].g.generation, id, ret_entry,
 				  ret_reason);
 	/*
 	 * Before the first window: the generation it replaced. A window without
 	 * a previous generation (a map adopted at start) is the only map there
 	 * is, so earlier events used it.
 	 */
-	return resolve_in(t, STACKTAB_KERNEL_ID, w[0].prev_generation ?: w[0].generation, id,
+	return resolve_in(t, STACKTAB_KERNEL_ID, ws[0].g.prev_generation ?: ws[0].g.generation, id,
 			  ret_entry, ret_reason);
 }
 
@@ -642,17 +703,45 @@ int stacktab_foreach(const struct stacktab *t,
 	return 0;
 }
 
-int stacktab_foreach_generation(const struct stacktab *t,
+static int order_cmp(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int stacktab_foreach_generation(struct stacktab *t,
 				int (*cb)(uint32_t cpu, const struct segment_generation *g,
 					  void *userdata),
 				void *userdata)
 {
+	_cleanup_free_ size_t *keep = NULL;
+	size_t k = 0, charged = 0;
 	int r;
 
-	for (size_t i = 0; i < t->nr_gens; i++) {
-		r = cb(t->gens[i].cpu, &t->gens[i].g, userdata);
-		if (r < 0)
-			return r;
+	/* the windows kept by sort_windows(), in the order added */
+	sort_windows(t);
+	r = budget_charge(&charged, (t->nr_windows + 1) * sizeof(*keep), "generation records");
+	if (r < 0)
+		return r;
+	keep = malloc((t->nr_windows + 1) * sizeof(*keep));
+	if (!keep) {
+		budget_release_all(&charged);
+		return -ENOMEM;
 	}
-	return 0;
+	for (size_t i = 0; i < t->nr_windows; i++)
+		keep[i] = t->windows[i].order;
+	qsort(keep, t->nr_windows, sizeof(*keep), order_cmp);
+	keep[t->nr_windows] = SIZE_MAX;
+	r = 0;
+	for (size_t i = 0; i < t->nr_gens && r >= 0; i++) {
+		if (t->gens[i].cpu == SEGMENT_NO_CPU) {
+			if (keep[k] != i)
+				continue;
+			k++;
+		}
+		r = cb(t->gens[i].cpu, &t->gens[i].g, userdata);
+	}
+	budget_release_all(&charged);
+	return r < 0 ? r : 0;
 }
