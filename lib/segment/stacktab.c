@@ -502,7 +502,8 @@ static void sort_windows(struct stacktab *t)
 
 	if (t->windows_sorted)
 		return;
-	qsort(w, t->nr_windows, sizeof(*w), window_cmp);
+	if (t->nr_windows > 1)
+		qsort(w, t->nr_windows, sizeof(*w), window_cmp);
 	for (size_t i = 0; i < t->nr_windows; i++)
 		if (!n || !same_generation(&w[n - 1].g, &w[i].g))
 			w[n++] = w[i];
