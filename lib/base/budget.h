@@ -20,7 +20,7 @@
 #include "buf.h"
 
 #define BUDGET_DEFAULT_LIMIT ((uint64_t)256 << 20)
-#define BUDGET_MIN_LIMIT ((uint64_t)16 << 20)
+#define BUDGET_MIN_LIMIT ((uint64_t)64 << 20)
 #define BUDGET_ENV "STACKMAPCTL_MEMORY_LIMIT"
 
 /* Set the limit in bytes (0: none). What is charged already stays charged. */
