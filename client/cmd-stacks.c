@@ -200,6 +200,7 @@ int cmd_stacks(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "memory-limit", required_argument, NULL, 'm' },
 		{}
 	};
 	_cleanup_(selection_done) struct selection sel;
@@ -216,11 +217,16 @@ int cmd_stacks(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'm':
+			sel.memory_limit = optarg;
+			break;
 		case 'h':
-			printf("Usage: stackmapctl stacks [--json] [-c CONFIG] [SEGMENT|DIRECTORY...]\n");
+			printf("Usage: stackmapctl stacks [--json] [-c CONFIG] [--memory-limit SIZE] "
+			       "[SEGMENT|DIRECTORY...]\n");
 			return 0;
 		default:
-			fprintf(stderr, "Usage: stackmapctl stacks [--json] [-c CONFIG] [SEGMENT|DIRECTORY...]\n");
+			fprintf(stderr, "Usage: stackmapctl stacks [--json] [-c CONFIG] [--memory-limit SIZE] "
+					"[SEGMENT|DIRECTORY...]\n");
 			return 2;
 		}
 	}

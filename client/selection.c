@@ -152,9 +152,17 @@ int selection_option(struct selection *s, int c, const char *arg)
 	case SELECTION_OPT_CONFIG:
 		s->config = arg;
 		return 1;
-	case SELECTION_OPT_MEMORY_LIMIT:
+	case SELECTION_OPT_MEMORY_LIMIT: {
+		uint64_t v;
+
+		if (budget_parse_size(arg, &v) < 0 || v < BUDGET_MIN_LIMIT) {
+			log_err("invalid memory limit '%s' (a size such as 256M or 1G, at least %" PRIu64
+				" MiB)", arg, BUDGET_MIN_LIMIT >> 20);
+			return -1;
+		}
 		s->memory_limit = arg;
 		return 1;
+	}
 	default:
 		return 0;
 	}
