@@ -39,6 +39,8 @@ struct tep_handle;
 #define DECODE_MAX_PRINTK_LEN ((size_t)16 << 20)
 #define DECODE_MAX_PRINTK_LINES 200000
 #define DECODE_MAX_EVENT_TYPES 65536		/* event type ids are 16 bits */
+/* event format FILE records parsed per segment: libtraceevent inserts each in a sorted array */
+#define DECODE_MAX_FORMATS 4096
 
 /* One item of a CPU's stream in a segment: a PAGES payload, or a strict boundary. */
 struct item {
@@ -84,6 +86,7 @@ struct decoder_segment {
 	uint64_t data_end;	/* records at or after this offset are not used */
 	struct named_text *files;	/* FILE records, as stored (for exporters) */
 	size_t nr_files;
+	size_t nr_formats;		/* event format FILE records handed to libtraceevent */
 	struct wallclock_pair *clocks;	/* CLOCK pairs, sorted by trace clock */
 	size_t nr_clocks;
 	bool wall_placed;		/* the filter's real-time window applies, by clocks */

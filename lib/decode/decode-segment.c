@@ -243,8 +243,12 @@ static int load_text_file(struct decoder_segment *s, const struct segment_record
 		memcpy(sysname, sys, (size_t)(slash - sys));
 		sysname[slash - sys] = 0;
 		/* An event libtraceevent cannot parse prints as unknown; the rest still decode. */
-		if (decode_check_format(text, len, &why) == 0)
+		if (s->nr_formats >= DECODE_MAX_FORMATS)
+			why = "more event formats than a reader parses (4096)";
+		else if (decode_check_format(text, len, &why) == 0) {
+			s->nr_formats++;
 			(void)tep_parse_event(s->tep, text, len, sysname);
+		}
 	}
 out:
 	if (why)
