@@ -28,7 +28,7 @@ struct tep_handle;
  * segment claims, a reader holds no more than this.
  */
 #define DECODE_MAX_CPUS 4096			/* CPUs with data in one segment */
-#define DECODE_MAX_RECORD_RAW ((size_t)20 << 20)	/* a record's payload */
+#define DECODE_MAX_RECORD_RAW ((size_t)SEGMENT_MAX_DECODE_RECORD)	/* a record's payload */
 #define DECODE_MAX_HELD ((size_t)96 << 20)	/* payloads and pages held by all CPUs */
 #define DECODE_MAX_FORMAT_LEN ((size_t)64 << 10)
 #define DECODE_MAX_FORMAT_LINES 1024
