@@ -149,7 +149,7 @@ static void command_refuses(const char *path)
 				  "'%s': '%s'", cmd, out);
 	}
 	snprintf(cmd, sizeof(cmd), "%s report --memory-limit 1M %s >/dev/null 2>&1", ctl, path);
-	CHECK_MSG(WEXITSTATUS(system(cmd)) == 1, "a memory limit below the minimum is refused");
+	CHECK_MSG(WEXITSTATUS(system(cmd)) == 2, "a memory limit below the minimum is a usage error");
 }
 
 static struct segment_writer *seg_open(const char *name)
