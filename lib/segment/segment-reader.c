@@ -25,7 +25,6 @@
 #include "segment-internal.h"
 #include "util.h"
 
-
 struct segment_reader {
 	int fd;
 	uint64_t size;
