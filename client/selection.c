@@ -643,7 +643,8 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 				continue;
 			damaged = true;
 			if (r == -ENOMEM && budget_error())
-				log_err("%s: %s", msg, budget_error());
+				log_err("%s%s%s", decoder_error(d) ?: "", decoder_error(d) ? ": " : "",
+					budget_error());
 			else
 				log_err("%s", msg);
 			if (r == -ENOMEM)

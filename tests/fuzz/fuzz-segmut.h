@@ -7,7 +7,9 @@
  * lengths, CRCs and sequence number and the footer CRC, so that the
  * mutated content reaches the parsers behind the CRC checks. It also
  * repeats records (up to 256 copies: FILE, CLOCK, GENERATION, STACKS or
- * frames), deletes them, and changes a header's type, cpu or COLUMNS flag.
+ * frames), pads a compressed payload with zeros up to 16 MiB (what it
+ * holds then costs a reader MiBs), deletes records, and changes a
+ * header's type, cpu or COLUMNS flag.
  */
 #ifndef STACKMAPD_FUZZ_SEGMUT_H
 #define STACKMAPD_FUZZ_SEGMUT_H
@@ -56,8 +58,12 @@ static unsigned segmut_fix(uint8_t *d, size_t len)
 	return n;
 }
 
-/* Mutate record k's payload (decompressed if needed); returns the new file length. */
-static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
+/*
+ * Mutate record k's payload (decompressed if needed), or with grow_to,
+ * pad a compressed payload with zeros to grow_to bytes: a few hundred
+ * stored bytes that a reader must hold as MiBs. Returns the new file length.
+ */
+static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k, size_t grow_to)
 {
 	size_t off = 16, raw_len, cap, z, nlen;
 	uint8_t *raw;
@@ -77,8 +83,12 @@ static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
 	raw_len = segmut_le32(d + off + 16);
 	if (raw_len > (1u << 20) || stored > (1u << 20))
 		return len;
+	if (grow_to && (!(d[off + 6] & 1) || grow_to <= raw_len))
+		return len;
 	/* an uncompressed payload is copied whole, whatever its raw length says */
 	cap = (raw_len > stored ? raw_len : stored) * 2 + 64;
+	if (cap < grow_to)
+		cap = grow_to;
 	raw = malloc(cap);
 	if (!raw)
 		return len;
@@ -92,7 +102,12 @@ static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
 		z = stored;
 		memcpy(raw, d + off + 32, z);
 	}
-	z = LLVMFuzzerMutate(raw, z, cap);
+	if (grow_to) {
+		memset(raw + z, 0, grow_to - z);
+		z = grow_to;
+	} else {
+		z = LLVMFuzzerMutate(raw, z, cap);
+	}
 	{
 		size_t bound = ZSTD_compressBound(z);
 		uint8_t *out = malloc(bound > z ? bound : z);
@@ -239,12 +254,14 @@ static void segmut_header(uint8_t *d, size_t len, unsigned k, unsigned seed)
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
 {
 	unsigned n = segmut_fix(data, size);
-	unsigned op = seed % 8, arg = seed / 8;
+	unsigned op = seed % 9, arg = seed / 9;
 
 	if (n == 0 || op == 0)
 		size = LLVMFuzzerMutate(data, size, max_size);
 	else if (op <= 3)
-		size = segmut_record(data, size, max_size, arg % n);
+		size = segmut_record(data, size, max_size, arg % n, 0);
+	else if (op == 8)	/* 4 KiB to 16 MiB */
+		size = segmut_record(data, size, max_size, arg % n, (size_t)1 << (12 + arg / 61 % 13));
 	else if (op == 4 || op == 5)
 		size = segmut_repeat(data, size, max_size, arg % n, (arg / 61) % n, arg / 3721);
 	else if (op == 6)
