@@ -203,9 +203,10 @@ static int parse_streams(struct frame_columns *fc, struct dstate *d, struct fc_i
 		size_t n = (size_t)(uintptr_t)c->in.p;
 
 		p = fc_get_bytes(in, n);
-		c->in = (struct fc_in){ p, p + n };
+		c->in = (struct fc_in){ p, p ? p + n : NULL };
 		if (c->t == FC_T_DICT) {
-			c->dict = (uint64_t *)(void *)fc->dict.data + slots;
+			/* no dictionary stream at all leaves the buffer unallocated (NULL) */
+			c->dict = fc->dict.data ? (uint64_t *)(void *)fc->dict.data + slots : NULL;
 			c->dict_cap = n;
 			slots += n;
 		}
