@@ -574,7 +574,8 @@ int frame_columns_decode(struct frame_columns *fc, const void *enc, size_t len, 
 		return -EFBIG;
 	if (tail > flen)
 		return BAD;
-	r = buf_reserve(out, (size_t)flen);
+	/* a byte more: an empty frame still gets a buffer to point into */
+	r = buf_reserve(out, (size_t)flen + 1);
 	if (r < 0)
 		return r;
 	d.out = d.start = out->data + start;

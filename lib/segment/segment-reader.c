@@ -238,7 +238,7 @@ static int decode_columns(struct segment_reader *r, uint64_t off, const uint8_t 
 	if (flen > max)
 		return bad(r, off, "column-encoded frame of %" PRIu64 " bytes exceeds the reader's "
 			   "limit of %zu bytes", flen, max);
-	k = budget_buf_reserve(&r->charged, &r->cols, (size_t)flen, "column-encoded frames");
+	k = budget_buf_reserve(&r->charged, &r->cols, (size_t)flen + 1, "column-encoded frames");
 	if (k < 0)
 		return k;
 	k = frame_columns_decode(r->fc, data, len, max, &r->cols);
