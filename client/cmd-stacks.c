@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 
+#include "budget.h"
 #include "cmd-common.h"
 #include "commands.h"
 #include "decode.h"
@@ -132,7 +133,8 @@ static int stacks_one(const char *path, bool json)
 
 	r = decoder_segment_load(path, &seg, &msg);
 	if (r < 0) {
-		if (!msg && asprintf(&msg, "'%s': %s", path, strerror(-r)) < 0)
+		if (!msg && asprintf(&msg, "'%s': %s", path,
+				     r == -ENOMEM && budget_error() ? budget_error() : strerror(-r)) < 0)
 			msg = NULL;
 		log_err("%s", msg ?: "out of memory");
 		if (json) {
@@ -199,6 +201,7 @@ int cmd_stacks(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "memory-limit", required_argument, NULL, 'm' },
 		{}
 	};
 	_cleanup_(selection_done) struct selection sel;
@@ -215,11 +218,16 @@ int cmd_stacks(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'm':
+			sel.memory_limit = optarg;
+			break;
 		case 'h':
-			printf("Usage: stackmapctl stacks [--json] [-c CONFIG] [SEGMENT|DIRECTORY...]\n");
+			printf("Usage: stackmapctl stacks [--json] [-c CONFIG] [--memory-limit SIZE] "
+			       "[SEGMENT|DIRECTORY...]\n");
 			return 0;
 		default:
-			fprintf(stderr, "Usage: stackmapctl stacks [--json] [-c CONFIG] [SEGMENT|DIRECTORY...]\n");
+			fprintf(stderr, "Usage: stackmapctl stacks [--json] [-c CONFIG] [--memory-limit SIZE] "
+					"[SEGMENT|DIRECTORY...]\n");
 			return 2;
 		}
 	}

@@ -11,6 +11,7 @@
 
 #include <event-parse.h>
 
+#include "budget.h"
 #include "config.h"
 #include "decode.h"
 #include "log.h"
@@ -175,6 +176,17 @@ int selection_option(struct selection *s, int c, const char *arg)
 			return -1;
 		}
 		s->last_ns = usec * 1000;
+		return 1;
+	}
+	case SELECTION_OPT_MEMORY_LIMIT: {
+		uint64_t v;
+
+		if (budget_parse_size(arg, &v) < 0 || v < BUDGET_MIN_LIMIT) {
+			log_err("invalid memory limit '%s' (a size such as 256M or 1G, at least %" PRIu64
+				" MiB)", arg, BUDGET_MIN_LIMIT >> 20);
+			return -1;
+		}
+		s->memory_limit = arg;
 		return 1;
 	}
 	default:
@@ -559,8 +571,15 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 {
 	_cleanup_free_ char *archive = NULL;
 	uint64_t nr_cpus = 0;
+	const char *bad;
 	int r;
 
+	/* every byte the readers hold comes out of this budget (doc/reading-archives.md) */
+	if (budget_setup(s->memory_limit, &bad) < 0) {
+		log_err("invalid memory limit '%s' (a size such as 256M or 1G, at least %" PRIu64
+			" MiB)", bad, BUDGET_MIN_LIMIT >> 20);
+		return -EINVAL;
+	}
 	r = selection_check_options(s, 0);
 	if (r < 0)
 		return r;
@@ -839,7 +858,10 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 
 	r = decoder_open((const char *const *)s->paths + from, to - from, &d);
 	if (r < 0) {
-		log_errno(LOG_ERR, r, "cannot decode");
+		if (r == -ENOMEM && budget_error())
+			log_err("cannot decode: %s", budget_error());
+		else
+			log_errno(LOG_ERR, r, "cannot decode");
 		return -1;
 	}
 	{
@@ -870,7 +892,11 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 			if (s->quiet_unfinished && r != -ENOMEM && strstr(msg, SEGMENT_PART_SUFFIX))
 				continue;
 			damaged = true;
-			log_err("%s", msg);
+			if (r == -ENOMEM && budget_error())
+				log_err("%s%s%s", decoder_error(d) ?: "", decoder_error(d) ? ": " : "",
+					budget_error());
+			else
+				log_err("%s", msg);
 			if (r == -ENOMEM)
 				ret = 2;
 			continue;

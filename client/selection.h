@@ -35,6 +35,7 @@ enum {
 	SELECTION_OPT_MARKERS,
 	SELECTION_OPT_BOOT,
 	SELECTION_OPT_LAST,
+	SELECTION_OPT_MEMORY_LIMIT,
 };
 
 /* getopt_long entries for the shared options; put them in a command's table. */
@@ -48,7 +49,8 @@ enum {
 	{ "config", required_argument, NULL, SELECTION_OPT_CONFIG },     \
 	{ "markers", no_argument, NULL, SELECTION_OPT_MARKERS },      \
 	{ "boot", required_argument, NULL, SELECTION_OPT_BOOT },         \
-	{ "last", required_argument, NULL, SELECTION_OPT_LAST }
+	{ "last", required_argument, NULL, SELECTION_OPT_LAST },           \
+	{ "memory-limit", required_argument, NULL, SELECTION_OPT_MEMORY_LIMIT }
 
 /* Usage text of the shared options, for a command's --help. */
 #define SELECTION_USAGE                                                                      \
@@ -63,6 +65,7 @@ enum {
 	"                  (its crash capture included), or a boot id (or its start)\n"        \
 	"  --last DURATION only the last DURATION (5s, 2min) of the last boot selected\n"     \
 	"  -c, --config FILE  without SEGMENT: read the archive this file configures\n"          \
+	"  --memory-limit SIZE  what the readers may hold (256M; $STACKMAPCTL_MEMORY_LIMIT)\n"  \
 	"SEGMENT is a segment file or an archive directory (all its segments, in order);\n"     \
 	"none: the configured archive.\n"
 
@@ -77,6 +80,7 @@ struct selection {
 	const char *config;		/* -c FILE */
 	const char *boot;		/* --boot: "0", "-1", ... or a boot id prefix; NULL: all */
 	uint64_t last_ns;		/* --last; 0: not set */
+	const char *memory_limit;	/* --memory-limit SIZE, NULL: the environment's or the default */
 	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
 	bool quiet_unfinished;		/* do not report .part segments as cut short */
 	bool markers;			/* keep the daemon's clock markers (--markers) */

@@ -204,6 +204,9 @@ static bool segment_due_locked(const struct archive *a, const struct archive_seg
 {
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
 
+	/* a full seek table finishes the segment: readers accept no larger INDEX */
+	if (s->seek.len / sizeof(struct segment_seek) + 1 >= SEGMENT_MAX_INDEX_FRAMES)
+		return true;
 	return rotation_due(&a->policy, segment_writer_size(s->writer),
 			    now > s->opened_mono_usec ? now - s->opened_mono_usec : 0);
 }
@@ -230,7 +233,8 @@ static int write_frame_locked(struct archive *a, struct archive_segment *s,
 		if (r < 0)
 			return r;
 		/* without room for its line the table is dropped: readers then scan */
-		if (buf_append(&s->seek, &e, sizeof(e)) < 0)
+		if (s->seek.len / sizeof(e) >= SEGMENT_MAX_INDEX_FRAMES ||
+		    buf_append(&s->seek, &e, sizeof(e)) < 0)
 			s->seek_failed = true;
 	}
 	if (f->cpu < s->nr_cpus) {

@@ -59,6 +59,23 @@ static const char *meta_version(const struct recorder *rec)
 	return rec->uts.version;
 }
 
+/*
+ * A FILE record, unless readers that decode events would refuse it
+ * (SEGMENT_MAX_DECODE_RECORD): then it is left out with a warning, so
+ * that the segment stays readable whole.
+ */
+static int append_file(struct segment_writer *w, const char *name, const void *data, size_t len,
+		       int level)
+{
+	if (len + strlen(name) + 1 > SEGMENT_MAX_DECODE_RECORD) {
+		log_warn("'%s' is %zu bytes, more than readers accept in a record (%u): left out of "
+			 "'%s', continuing", name, len, SEGMENT_MAX_DECODE_RECORD,
+			 segment_writer_path(w));
+		return 0;
+	}
+	return segment_writer_append_file(w, name, data, len, level);
+}
+
 static int write_meta(struct recorder *rec, struct archive_segment *seg)
 {
 	_cleanup_free_ char *clock = tracing_clock(rec->tracing);
@@ -124,14 +141,14 @@ static int segment_begin(void *userdata, struct archive_segment *seg)
 		generations_segment_begin(rec->gens, seg);
 files:
 	if (rec->cfg->text) {
-		r = segment_writer_append_file(seg->writer, "config", rec->cfg->text,
-					       strlen(rec->cfg->text), level);
+		r = append_file(seg->writer, "config", rec->cfg->text, strlen(rec->cfg->text),
+				level);
 		if (r < 0)
 			return r;
 	}
 	for (size_t i = 0; i < rec->nr_files; i++) {
-		r = segment_writer_append_file(seg->writer, rec->files[i].name, rec->files[i].data,
-					       rec->files[i].len, level);
+		r = append_file(seg->writer, rec->files[i].name, rec->files[i].data,
+				rec->files[i].len, level);
 		if (r < 0)
 			return r;
 	}
@@ -142,7 +159,7 @@ static int append_file_to(const char *name, const void *data, size_t len, void *
 {
 	struct segment_writer *w = userdata;
 
-	return segment_writer_append_file(w, name, data, len, 1);
+	return append_file(w, name, data, len, 1);
 }
 
 static int write_cpu_stats(struct recorder *rec, struct archive_segment *seg)
@@ -211,8 +228,7 @@ static int write_symbols(struct recorder *rec, struct archive_segment *seg)
 	}
 	r = ksyms_subset(rec->ksyms, (const uint64_t *)seg->addrs.data, seg->addrs.len / 8, &syms);
 	if (r >= 0 && syms.len)
-		r = segment_writer_append_file(seg->writer, "kallsyms", syms.data, syms.len,
-					       rec->cfg->compression_level);
+		r = append_file(seg->writer, "kallsyms", syms.data, syms.len, rec->cfg->compression_level);
 	buf_done(&syms);
 	return r;
 }

@@ -29,7 +29,7 @@ struct tep_handle;
  * segment claims, a reader holds no more than this.
  */
 #define DECODE_MAX_CPUS 4096			/* CPUs with data in one segment */
-#define DECODE_MAX_RECORD_RAW ((size_t)20 << 20)	/* a record's payload */
+#define DECODE_MAX_RECORD_RAW ((size_t)SEGMENT_MAX_DECODE_RECORD)	/* a record's payload */
 #define DECODE_MAX_HELD ((size_t)96 << 20)	/* payloads and pages held by all CPUs */
 #define DECODE_MAX_FORMAT_LEN ((size_t)64 << 10)
 #define DECODE_MAX_FORMAT_LINES 1024
@@ -39,6 +39,9 @@ struct tep_handle;
 #define DECODE_COMMON_END 8			/* the common fields end here in every kernel */
 #define DECODE_MAX_PRINTK_LEN ((size_t)16 << 20)
 #define DECODE_MAX_PRINTK_LINES 200000
+#define DECODE_MAX_EVENT_TYPES 65536		/* event type ids are 16 bits */
+/* event format FILE records parsed per segment: libtraceevent inserts each in a sorted array */
+#define DECODE_MAX_FORMATS 4096
 
 /* One item of a CPU's stream in a segment: a PAGES payload, or a strict boundary. */
 struct item {
@@ -84,6 +87,7 @@ struct decoder_segment {
 	uint64_t data_end;	/* records at or after this offset are not used */
 	struct named_text *files;	/* FILE records, as stored (for exporters) */
 	size_t nr_files;
+	size_t nr_formats;		/* event format FILE records handed to libtraceevent */
 	struct wallclock_pair *clocks;	/* CLOCK pairs, sorted by trace clock */
 	size_t nr_clocks;
 	bool wall_placed;		/* the filter's real-time window applies, by clocks */
@@ -103,6 +107,7 @@ struct decoder_segment {
 	struct cpu_stream *cpus;	/* indexed by CPU */
 	size_t nr_cpus;
 	struct segment_reader *rd;
+	size_t charged;			/* bytes held, in the readers' budget (budget.h) */
 };
 
 /*
@@ -115,10 +120,11 @@ void decoder_segment_add_error(struct decoder_segment *s, const char *fmt, ...) 
  * The next item of cpu's stream in segment s (NULL: a segment that could
  * not be read): 1 and *ret (owned by the caller, free()), 0 when the CPU
  * has nothing more in s, or -ENOMEM. Each frame is read at its offset when
- * it is needed, so that no CPU's records are queued for another; lookahead
- * is no longer used.
+ * it is needed, so that no CPU's records are queued for another. A frame
+ * longer than room (what the caller may still hold) is skipped, with an
+ * error noted in s, before anything is allocated for it.
  */
-int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t lookahead,
+int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t room,
 			      struct item **ret);
 
 /*

@@ -25,6 +25,7 @@
 
 #include <event-parse.h>
 
+#include "budget.h"
 #include "decode-internal.h"
 #include "ksyms.h"
 #include "segment.h"
@@ -128,6 +129,7 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 	ksyms_free(s->own_ks);
 	stacktab_free(s->tab);
 	free(s->path);
+	budget_release_all(&s->charged);
 	free(s);
 	return NULL;
 }
@@ -258,8 +260,12 @@ static int load_text_file(struct decoder_segment *s, const struct segment_record
 		memcpy(sysname, sys, (size_t)(slash - sys));
 		sysname[slash - sys] = 0;
 		/* An event libtraceevent cannot parse prints as unknown; the rest still decode. */
-		if (decode_check_format(text, len, &why) == 0)
+		if (s->nr_formats >= DECODE_MAX_FORMATS)
+			why = "more event formats than a reader parses (4096)";
+		else if (decode_check_format(text, len, &why) == 0) {
+			s->nr_formats++;
 			(void)tep_parse_event(s->tep, text, len, sysname);
+		}
 	}
 out:
 	if (why)
@@ -282,6 +288,14 @@ static int load_file(struct decoder_segment *s, const struct segment_record *rec
 	}
 	content = (const char *)nul + 1;
 	len = rec->len - (size_t)(nul + 1 - rec->data);
+	/*
+	 * FILE records in total: the copy kept for exporters, and as much
+	 * again for what the parsers build from a text (event formats,
+	 * symbols, comms), however often a file repeats a name.
+	 */
+	if (budget_charge(&s->charged, 2 * (len + (size_t)(nul - rec->data) + 1 + sizeof(*s->files)),
+			  "FILE records") < 0)
+		return -ENOMEM;
 	/* a copy for exporters (decoder_segment_file()) */
 	if (named_texts_append(&s->files, &s->nr_files, name, content, len) < 0)
 		return -ENOMEM;
@@ -311,7 +325,11 @@ static int cpu_streams(struct decoder_segment *s, uint32_t cpu, struct cpu_strea
 	if (cpu >= DECODE_MAX_CPUS)
 		return -EINVAL;
 	if (cpu >= s->nr_cpus) {
-		struct cpu_stream *n = realloc(s->cpus, sizeof(*n) * (cpu + 1));
+		struct cpu_stream *n;
+
+		if (budget_charge(&s->charged, sizeof(*n) * (cpu + 1 - s->nr_cpus), "CPU streams") < 0)
+			return -ENOMEM;
+		n = realloc(s->cpus, sizeof(*n) * (cpu + 1));
 
 		if (!n)
 			return -ENOMEM;
@@ -323,10 +341,22 @@ static int cpu_streams(struct decoder_segment *s, uint32_t cpu, struct cpu_strea
 	return 0;
 }
 
-static int add_ref(struct cpu_stream *cs, const struct item_ref *ref)
+static int add_ref(struct decoder_segment *s, struct cpu_stream *cs, const struct item_ref *ref)
 {
-	if (GREEDY_REALLOC(cs->refs, cs->cap, (size_t)cs->total + 1) < 0)
-		return -ENOMEM;
+	if (cs->total == cs->cap) {
+		uint32_t ncap = cs->cap ? cs->cap * 2 : 16;
+		struct item_ref *n;
+
+		if (ncap < cs->cap ||
+		    budget_charge(&s->charged, (ncap - cs->cap) * sizeof(*n), "the frame table") < 0)
+			return -ENOMEM;
+		n = realloc(cs->refs, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		cs->refs = n;
+		cs->cap = ncap;
+	}
 	cs->refs[cs->total++] = *ref;
 	return 0;
 }
@@ -475,12 +505,13 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 		ref.generation = g.generation;
 		break;
 	case SEGMENT_REC_CLOCK:
+		/* collected here, sorted once in finish_tables(): linear in the records */
+		if (budget_charge(&s->charged, 2 * rec->len, "CLOCK records") < 0)
+			return -ENOMEM;
 		r = wallclock_pairs_decode(rec->data, rec->len, &s->clocks, &s->nr_clocks);
 		if (r == -EBADMSG)
 			decoder_segment_add_error(s, "'%s': malformed CLOCK record at offset %" PRIu64,
 						  s->path, rec->offset);
-		if (r > 0)
-			s->nr_clocks = wallclock_pairs_sort(s->clocks, s->nr_clocks);
 		return r == -ENOMEM ? r : 0;
 	case SEGMENT_REC_PAGES:
 		if (!frame_wanted(idx, seek, &ref, f))
@@ -500,7 +531,7 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 		return r;
 	if (f->cpu >= 0 && rec->cpu != (uint32_t)f->cpu)
 		return 0;
-	return add_ref(cs, &ref);
+	return add_ref(s, cs, &ref);
 }
 
 /* Event type of a stack entry: META names it; formats by name if META does not. */
@@ -648,6 +679,7 @@ static void finish_tables(struct decoder_segment *s, const struct decoder_filter
 	 */
 	if (!s->ks)
 		s->ks = ksyms_live_for_boot(segment_meta_get(&s->meta, "boot_id"));
+	s->nr_clocks = wallclock_pairs_sort(s->clocks, s->nr_clocks);
 	place_wall_window(s, f);
 	decode_read_overlap(s);
 	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
@@ -767,7 +799,7 @@ static void frame_damaged(struct decoder_segment *s, uint64_t offset, int r)
 					  offset, strerror(-r));
 }
 
-int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t lookahead,
+int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t room,
 			      struct item **ret)
 {
 	struct segment_record rec;
@@ -776,10 +808,10 @@ int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_
 	struct item *it;
 	int r;
 
-	(void)lookahead;
 	if (!s || cpu >= s->nr_cpus || !s->rd)
 		return 0;
 	cs = &s->cpus[cpu];
+next:
 	if (cs->read >= cs->total)
 		return 0;
 	ref = &cs->refs[cs->read];
@@ -806,6 +838,13 @@ int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_
 		frame_damaged(s, ref->offset, r);
 		cs->read = cs->total;
 		return 0;
+	}
+	if (rec.len > room) {
+		decoder_segment_add_error(s, "'%s': CPU %u: the record at offset %" PRIu64 " is skipped: "
+					  "the pages held for merging CPUs reach their limit of %zu MiB",
+					  s->path, cpu, rec.offset, (size_t)(DECODE_MAX_HELD / 2) >> 20);
+		cs->read++;
+		goto next;
 	}
 	it = malloc(sizeof(*it) + rec.len);
 	if (!it)

@@ -19,6 +19,7 @@
 #include <event-parse.h>
 #include <kbuffer.h>
 
+#include "budget.h"
 #include "decode-internal.h"
 #include "page-walk.h"
 #include "segment.h"
@@ -123,6 +124,7 @@ struct decoder {
 	 * stack ids written after the boundary that followed their event
 	 */
 	uint64_t missing;
+	size_t charged;			/* the cursors' share of the readers' budget */
 };
 
 int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
@@ -137,7 +139,10 @@ int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
 	if (!d)
 		return -ENOMEM;
 	d->segs = calloc(n, sizeof(*d->segs));
-	if (!d->segs) {
+	/* what the cursors may hold (held, below) is taken from the budget at once */
+	if (!d->segs || budget_charge(&d->charged, DECODE_MAX_HELD / 2,
+				      "the pages and frames held for merging CPUs") < 0) {
+		free(d->segs);
 		free(d);
 		return -ENOMEM;
 	}
@@ -632,7 +637,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 		if (c->item)
 			d->held -= c->item->len;
 		c->item = mfree(c->item);
-		r = decoder_segment_next_item(s, c->cpu, d->lookahead, &it);
+		r = decoder_segment_next_item(s, c->cpu, DECODE_MAX_HELD / 2 - MIN(d->held, DECODE_MAX_HELD / 2), &it);
 		if (r < 0)
 			return r;
 		if (r > 0 && it->boundary) {
@@ -641,13 +646,6 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 			free(it);
 			if (r == -ENOMEM)
 				return r;
-			continue;
-		}
-		if (r > 0 && d->held + it->len > DECODE_MAX_HELD / 2) {
-			decoder_segment_add_error(s, "'%s': CPU %u: the record at offset %" PRIu64
-						  " is skipped: the reader's memory limit is reached",
-						  s->path, c->cpu, it->offset);
-			free(it);
 			continue;
 		}
 		if (r > 0) {
@@ -832,6 +830,7 @@ struct decoder *decoder_free(struct decoder *d)
 	free(d->heap);
 	free(d->pending);
 	free(d->error);
+	budget_release_all(&d->charged);
 	free(d);
 	return NULL;
 }

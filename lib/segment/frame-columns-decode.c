@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 
+#include "budget.h"
 #include "frame-columns-internal.h"
 
 struct dcol {
@@ -102,7 +103,9 @@ static int parse_types(struct frame_columns *fc, struct dstate *d, struct fc_in 
 		t->fixed = (uint16_t)fixed;
 		t->first = fc->dcols.len / sizeof(struct dcol);
 		t->nr = (size_t)nr;
-		r = buf_reserve(&fc->dcols, (nr + 1 + FC_TIME_STREAMS) * sizeof(struct dcol));
+		r = budget_buf_reserve(&fc->charged, &fc->dcols,
+				       (nr + 1 + FC_TIME_STREAMS) * sizeof(struct dcol),
+				       "column-encoded frames");
 		if (r < 0)
 			return r;
 		for (unsigned int i = 0; i <= nr; i++) {
@@ -151,6 +154,7 @@ static int parse_types(struct frame_columns *fc, struct dstate *d, struct fc_in 
 static int parse_streams(struct frame_columns *fc, struct dstate *d, struct fc_in *in)
 {
 	uint64_t nr, lens[FC_S_FIXED], v, total = 0, slots = 0;
+	size_t ntpls;
 	const uint8_t *p;
 	int r;
 
@@ -176,16 +180,22 @@ static int parse_streams(struct frame_columns *fc, struct dstate *d, struct fc_i
 		d->s[i] = (struct fc_in){ p, p + lens[i] };
 	}
 	buf_reset(&fc->dict);
-	r = buf_reserve(&fc->dict, (size_t)slots * sizeof(uint64_t));
+	r = budget_buf_reserve(&fc->charged, &fc->dict, (size_t)slots * sizeof(uint64_t),
+			       "column-encoded frames");
 	if (r < 0)
 		return r;
-	/* a new template takes at least a byte of the code stream */
+	/*
+	 * A new template takes at least a byte of the code stream, and its
+	 * first event at least 8 bytes of the frame (header, id, 2 bytes).
+	 */
 	buf_reset(&fc->dtpls);
-	r = buf_reserve(&fc->dtpls, (size_t)lens[FC_S_CODE] * sizeof(struct dtpl));
+	ntpls = MIN((size_t)lens[FC_S_CODE], (size_t)(d->end - d->start) / 8 + 1);
+	r = budget_buf_reserve(&fc->charged, &fc->dtpls, ntpls * sizeof(struct dtpl),
+			       "column-encoded frames");
 	if (r < 0)
 		return r;
 	d->tpls = (struct dtpl *)(void *)fc->dtpls.data;
-	d->cap_tpls = (size_t)lens[FC_S_CODE];
+	d->cap_tpls = ntpls;
 	d->prev_tpl = SIZE_MAX;
 	slots = 0;
 	for (size_t i = 0; i < d->nr_cols; i++) {
@@ -193,9 +203,10 @@ static int parse_streams(struct frame_columns *fc, struct dstate *d, struct fc_i
 		size_t n = (size_t)(uintptr_t)c->in.p;
 
 		p = fc_get_bytes(in, n);
-		c->in = (struct fc_in){ p, p + n };
+		c->in = (struct fc_in){ p, p ? p + n : NULL };
 		if (c->t == FC_T_DICT) {
-			c->dict = (uint64_t *)(void *)fc->dict.data + slots;
+			/* no dictionary stream at all leaves the buffer unallocated (NULL) */
+			c->dict = fc->dict.data ? (uint64_t *)(void *)fc->dict.data + slots : NULL;
 			c->dict_cap = n;
 			slots += n;
 		}
@@ -563,7 +574,8 @@ int frame_columns_decode(struct frame_columns *fc, const void *enc, size_t len, 
 		return -EFBIG;
 	if (tail > flen)
 		return BAD;
-	r = buf_reserve(out, (size_t)flen);
+	/* a byte more: an empty frame still gets a buffer to point into */
+	r = buf_reserve(out, (size_t)flen + 1);
 	if (r < 0)
 		return r;
 	d.out = d.start = out->data + start;

@@ -316,6 +316,7 @@ struct frame_columns {
 	struct buf dcols;		/* decoder: column states */
 	struct buf dict;		/* decoder: dictionary slots */
 	struct buf dtpls;		/* decoder: templates */
+	size_t charged;			/* decoder: bytes of the three above, in the budget */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <assert.h>
 #include <stdlib.h>
 
+#include "budget.h"
 #include "frame-columns-internal.h"
 #include "page-walk.h"
 
@@ -52,6 +53,7 @@ struct frame_columns *frame_columns_free(struct frame_columns *fc)
 	buf_done(&fc->cols);
 	buf_done(&fc->lens);
 	buf_done(&fc->table);
+	budget_release_all(&fc->charged);
 	buf_done(&fc->dcols);
 	buf_done(&fc->dict);
 	buf_done(&fc->dtpls);

@@ -20,13 +20,11 @@
 #include <zstd_errors.h>
 
 #include "buf.h"
+#include "budget.h"
 #include "crc32c.h"
 #include "frame-columns.h"
 #include "segment-internal.h"
 #include "util.h"
-
-/* An INDEX record holds a few dozen bytes per CPU. */
-#define SEGMENT_READER_MAX_INDEX (4u << 20)
 
 struct segment_reader {
 	int fd;
@@ -56,6 +54,7 @@ struct segment_reader {
 	struct segment_seek *scan;	/* seek table built by a scan, when the INDEX has none */
 	size_t nr_scan;
 	bool scanned;
+	size_t charged;		/* bytes held, in the readers' budget (budget.h) */
 };
 
 struct segment_reader *segment_reader_free(struct segment_reader *r)
@@ -64,6 +63,7 @@ struct segment_reader *segment_reader_free(struct segment_reader *r)
 		return NULL;
 	if (r->fd >= 0)
 		(void)close(r->fd);
+	budget_release_all(&r->charged);
 	segment_index_done(&r->index);
 	ZSTD_freeDCtx(r->dctx);
 	buf_done(&r->stored);
@@ -139,11 +139,10 @@ static int read_header(struct segment_reader *r, uint64_t off, uint64_t avail,
 			   h->stored_len > r->max_raw + r->max_raw / 64 + 4096))
 		return bad(r, off, "record of %" PRIu32 " bytes exceeds the reader's limit of %" PRIu32
 			   " bytes", MAX(h->raw_len, h->stored_len), r->max_raw);
-	/* The INDEX reached from the footer, read at open: a few entries per CPU. */
-	if (expect_seq < 0 && (h->raw_len > SEGMENT_READER_MAX_INDEX ||
-			       h->stored_len > SEGMENT_READER_MAX_INDEX))
-		return bad(r, off, "INDEX record of %" PRIu32 " bytes is implausibly large",
-			   h->raw_len);
+	/* The INDEX reached from the footer, read at open: never larger than a writer writes it. */
+	if (expect_seq < 0 && (h->raw_len > SEGMENT_MAX_INDEX || h->stored_len > SEGMENT_MAX_INDEX))
+		return bad(r, off, "INDEX record of %" PRIu32 " bytes exceeds the limit of %zu bytes",
+			   MAX(h->raw_len, h->stored_len), (size_t)SEGMENT_MAX_INDEX);
 	/* A second META would change what the records before it meant: the format forbids it. */
 	if (expect_seq > 0 && h->type == SEGMENT_REC_META)
 		return bad(r, off, "a second META record");
@@ -186,7 +185,7 @@ static int decompress_payload(struct segment_reader *r, uint64_t off, const stru
 			return -ENOMEM;
 	}
 	r->raw.len = 0;
-	k = buf_reserve(&r->raw, (size_t)h->raw_len + 1);
+	k = budget_buf_reserve(&r->charged, &r->raw, (size_t)h->raw_len + 1, "record payloads");
 	if (k < 0)
 		return k;
 	z = ZSTD_decompressDCtx(r->dctx, r->raw.data, h->raw_len, payload, h->stored_len);
@@ -208,6 +207,8 @@ static int decompress_payload(struct segment_reader *r, uint64_t off, const stru
 static int decode_columns(struct segment_reader *r, uint64_t off, const uint8_t *data, size_t len)
 {
 	unsigned int long_size = len >= 2 ? data[1] : 0;
+	uint64_t flen = 0;
+	size_t max;
 	int k;
 
 	if (long_size != 4 && long_size != 8)
@@ -220,8 +221,21 @@ static int decode_columns(struct segment_reader *r, uint64_t off, const uint8_t 
 			return -ENOMEM;
 		r->fc_long_size = long_size;
 	}
+	/* the decoded size, F, is bounded by the reader's own limit, and charged before */
 	r->cols.len = 0;
-	k = frame_columns_decode(r->fc, data, len, SEGMENT_MAX_RAW, &r->cols);
+	max = r->max_raw ? r->max_raw : SEGMENT_MAX_RAW;
+	for (size_t i = 2, shift = 0; i < len && shift < 64; i++, shift += 7) {
+		flen |= (uint64_t)(data[i] & 0x7f) << shift;
+		if (!(data[i] & 0x80))
+			break;
+	}
+	if (flen > max)
+		return bad(r, off, "column-encoded frame of %" PRIu64 " bytes exceeds the reader's "
+			   "limit of %zu bytes", flen, max);
+	k = budget_buf_reserve(&r->charged, &r->cols, (size_t)flen + 1, "column-encoded frames");
+	if (k < 0)
+		return k;
+	k = frame_columns_decode(r->fc, data, len, max, &r->cols);
 	if (k == -ENOMEM)
 		return k;
 	if (k == -EPROTONOSUPPORT)
@@ -263,7 +277,8 @@ static int read_record(struct segment_reader *r, uint64_t off, int64_t expect_se
 	}
 
 	r->stored.len = 0;
-	k = buf_reserve(&r->stored, (size_t)h->stored_len + 1);
+	k = budget_buf_reserve(&r->charged, &r->stored, (size_t)h->stored_len + 1,
+			       "record payloads");
 	if (k < 0)
 		return k;
 	payload = r->stored.data;
@@ -362,6 +377,10 @@ static int check_trailer(struct segment_reader *r)
 		return k;
 	if (h.type != SEGMENT_REC_INDEX || ioff + SEGMENT_REC_HDR_SIZE + h.stored_len != foot)
 		goto incomplete;
+	/* the decoded index takes about as much memory as its payload */
+	k = budget_charge(&r->charged, h.raw_len, "the INDEX record");
+	if (k < 0)
+		return k;
 	k = segment_index_decode(data, h.raw_len, &r->index);
 	if (k == -EBADMSG)
 		goto incomplete;
@@ -575,8 +594,20 @@ static int scan_seek(struct segment_reader *r)
 		if (h.type == SEGMENT_REC_INDEX)
 			break;
 		if (h.type == SEGMENT_REC_PAGES) {
-			if (GREEDY_REALLOC(r->scan, cap, r->nr_scan + 1) < 0)
-				return -ENOMEM;
+			if (r->nr_scan == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct segment_seek *n;
+
+				k = budget_charge(&r->charged, (ncap - cap) * sizeof(*n),
+						  "the frame table");
+				if (k < 0)
+					return k;
+				n = realloc(r->scan, ncap * sizeof(*n));
+				if (!n)
+					return -ENOMEM;
+				r->scan = n;
+				cap = ncap;
+			}
 			r->scan[r->nr_scan++] = (struct segment_seek){
 				.cpu = h.cpu, .offset = off, .first_ts = 0, .last_ts = UINT64_MAX,
 			};

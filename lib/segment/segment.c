@@ -139,11 +139,11 @@ int segment_index_encode(const struct segment_index *idx, uint8_t **ret, size_t 
 
 	if (idx->nr_cpus && !idx->cpus)
 		return -EINVAL;
-	if (idx->nr_cpus > (SEGMENT_MAX_RAW - INDEX_HDR_SIZE) / INDEX_CPU_SIZE)
+	if (idx->nr_cpus > SEGMENT_MAX_INDEX_CPUS)
 		return -EFBIG;
 	if (idx->nr_frames && !idx->frames)
 		return -EINVAL;
-	if (idx->nr_frames > (SEGMENT_MAX_RAW / 2) / INDEX_SEEK_SIZE)
+	if (idx->nr_frames > SEGMENT_MAX_INDEX_FRAMES)
 		return -EFBIG;
 	len = INDEX_HDR_SIZE + (size_t)idx->nr_cpus * INDEX_CPU_SIZE;
 	if (idx->flags & SEGMENT_INDEX_F_SEEK)

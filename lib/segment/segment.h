@@ -26,6 +26,20 @@
 #define SEGMENT_NO_CPU 0xffffffffu
 #define SEGMENT_MAX_STORED (64u << 20)
 #define SEGMENT_MAX_RAW (256u << 20)
+/*
+ * The INDEX record: CPU lines and seek-table lines that writers write and
+ * readers accept (doc/segment-format.md, "Reader limits"). A writer whose
+ * seek table is full finishes the segment (the daemon rotates).
+ */
+/*
+ * The largest record payload (raw) that readers decoding events accept
+ * (doc/segment-format.md, "Reader limits"); the daemon writes none larger:
+ * frames are at most 16 MiB, and it leaves out a FILE that would be.
+ */
+#define SEGMENT_MAX_DECODE_RECORD (20u << 20)
+#define SEGMENT_MAX_INDEX_CPUS 8192u
+#define SEGMENT_MAX_INDEX_FRAMES (1u << 19)
+#define SEGMENT_MAX_INDEX (16u + 56u * SEGMENT_MAX_INDEX_CPUS + 8u + 32u * SEGMENT_MAX_INDEX_FRAMES)
 #define SEGMENT_SUFFIX ".smseg"
 #define SEGMENT_PART_SUFFIX ".smseg.part"
 

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "budget.h"
 #include "hashtab.h"
 #include "stacktab-resolve.h"
 #include "util.h"
@@ -33,10 +34,15 @@ struct gen_record {
 	struct segment_generation g;
 };
 
-/* A time window as recorded, and the bounds the resolver may rely on (see sort_windows()). */
+/*
+ * A time window as recorded, the bounds the resolver may rely on, and
+ * (once sorted) the window that may overlap it (see sort_windows()).
+ */
 struct window {
 	struct segment_generation g;
 	uint64_t begin, end;
+	size_t order;		/* of its GENERATION record: the first of equal windows stays */
+	size_t other;		/* sorted: a later window of another reset with the lowest begin; SIZE_MAX none */
 };
 
 struct stacktab {
@@ -56,6 +62,7 @@ struct stacktab {
 
 	struct stacktab_stats stats;
 	char reason[96];
+	size_t charged;			/* bytes held, in the readers' budget (budget.h) */
 };
 
 struct stacktab *stacktab_new(void)
@@ -67,6 +74,7 @@ struct stacktab *stacktab_free(struct stacktab *t)
 {
 	if (!t)
 		return NULL;
+	budget_release_all(&t->charged);
 	hashtab_done_free(&t->entries);
 	free(t->windows);
 	free(t->gens);
@@ -167,6 +175,11 @@ static int add_entry(const struct stack_entry *e, void *userdata)
 	if (t->entries.nr >= STACKTAB_MAX_ENTRIES || t->bytes + size > STACKTAB_MAX_BYTES)
 		return -EFBIG;
 	slot = find(t, key, h);
+	if ((!slot || (!((struct tab_entry *)slot->val)->conflict &&
+		       !(e->flags & SEGMENT_STACK_F_ABSENT) &&
+		       (((struct tab_entry *)slot->val)->e.flags & SEGMENT_STACK_F_ABSENT))) &&
+	    budget_charge(&t->charged, size + 2 * sizeof(struct hashtab_slot), "the stack table") < 0)
+		return -ENOMEM;
 	if (!slot) {
 		if (hashtab_reserve(&t->entries, t->entries.nr + 1) < 0)
 			return -ENOMEM;
@@ -211,6 +224,9 @@ static int cpu_state(struct stacktab *t, uint32_t cpu, struct cpu_state **ret)
 {
 	if (cpu >= STACKTAB_MAX_CPUS)
 		return -EINVAL;
+	if (cpu >= t->nr_cpus &&
+	    budget_charge(&t->charged, (cpu + 1 - t->nr_cpus) * sizeof(*t->cpus), "the stack table") < 0)
+		return -ENOMEM;
 	if (GREEDY_REALLOC0(t->cpus, t->nr_cpus, (size_t)cpu + 1) < 0)
 		return -ENOMEM;
 	*ret = &t->cpus[cpu];
@@ -233,23 +249,27 @@ int stacktab_add_generation(struct stacktab *t, uint32_t cpu, const struct segme
 	assert(t);
 	assert(g);
 	rec = (struct gen_record){ .cpu = cpu, .g = *g };
-	/* The daemon may write a window again (when a reset happens, and with the segment's tables). */
-	if (cpu == SEGMENT_NO_CPU)
-		for (size_t i = 0; i < t->nr_windows; i++)
-			if (same_generation(&t->windows[i].g, g))
-				return 0;
-
+	/*
+	 * The daemon may write a window again (when a reset happens, and with
+	 * the segment's tables): sort_windows() keeps one of equal windows,
+	 * once for all, so that adding is constant time whatever a file holds.
+	 */
 	if (cpu != SEGMENT_NO_CPU) {
 		r = cpu_state(t, cpu, &c);
 		if (r < 0)
 			return r;
 	}
+	/* room grows by doubling: twice what is added bounds what is held */
+	if (budget_charge(&t->charged, 2 * (sizeof(rec) + (c ? 0 : sizeof(struct window))),
+			  "generation records") < 0)
+		return -ENOMEM;
 	if (GREEDY_REALLOC(t->gens, t->cap_gens, t->nr_gens + 1) < 0)
 		return -ENOMEM;
 	if (!c) {
 		if (GREEDY_REALLOC(t->windows, t->cap_windows, t->nr_windows + 1) < 0)
 			return -ENOMEM;
-		t->windows[t->nr_windows++] = (struct window){ .g = *g };
+		t->windows[t->nr_windows++] = (struct window){ .g = *g, .order = t->nr_gens,
+							       .other = SIZE_MAX };
 		t->windows_sorted = false;
 	} else if (!c->strict) {
 		c->strict = true;
@@ -282,7 +302,22 @@ static int window_cmp(const void *a, const void *b)
 		return x->end < y->end ? -1 : 1;
 	if (x->begin != y->begin)
 		return x->begin < y->begin ? -1 : 1;
-	return x->g.generation < y->g.generation ? -1 : x->g.generation > y->g.generation;
+	if (x->g.generation != y->g.generation)
+		return x->g.generation < y->g.generation ? -1 : 1;
+	if (x->g.prev_generation != y->g.prev_generation)
+		return x->g.prev_generation < y->g.prev_generation ? -1 : 1;
+	/* equal windows: as recorded, so that the first stays */
+	if (x->g.window_begin != y->g.window_begin)
+		return x->g.window_begin < y->g.window_begin ? -1 : 1;
+	if (x->g.window_end != y->g.window_end)
+		return x->g.window_end < y->g.window_end ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Two windows of one reset: an event in both is placed all the same. */
+static bool same_reset(const struct window *a, const struct window *b)
+{
+	return a->g.generation == b->g.generation && a->g.prev_generation == b->g.prev_generation;
 }
 
 static int window_gen_cmp(const void *a, const void *b)
@@ -353,8 +388,19 @@ static int bound_windows(struct stacktab *t)
 	return 0;
 }
 
+/*
+ * Bound the windows, sort them by end, drop repeated ones, and find for
+ * each window the later window (by end) of another reset that begins
+ * first: an event in a window is ambiguous between resets exactly when
+ * that one has begun by then. One pass from the end keeps the lowest
+ * begin of the windows seen and the lowest begin among those of another
+ * reset than that one, so that resolving an event takes constant time
+ * after the binary search, whatever a file holds.
+ */
 static int sort_windows(struct stacktab *t)
 {
+	struct window *w = t->windows;
+	size_t n = 0, best = SIZE_MAX, second = SIZE_MAX;
 	int r;
 
 	if (t->windows_sorted)
@@ -362,11 +408,28 @@ static int sort_windows(struct stacktab *t)
 	r = bound_windows(t);
 	if (r < 0)
 		return r;
-	qsort(t->windows, t->nr_windows, sizeof(*t->windows), window_cmp);
+	if (t->nr_windows > 1)
+		qsort(w, t->nr_windows, sizeof(*w), window_cmp);
+	for (size_t i = 0; i < t->nr_windows; i++)
+		if (!n || !same_generation(&w[n - 1].g, &w[i].g))
+			w[n++] = w[i];
+	t->nr_windows = n;
 	t->windows_overlap = false;
-	for (size_t i = 1; i < t->nr_windows; i++)
-		if (t->windows[i].begin <= t->windows[i - 1].end)
+	for (size_t i = 1; i < n; i++)
+		if (w[i].begin <= w[i - 1].end)
 			t->windows_overlap = true;
+	for (size_t i = n; i-- > 0;) {
+		w[i].other = best == SIZE_MAX || !same_reset(&w[best], &w[i]) ? best : second;
+		if (best == SIZE_MAX || same_reset(&w[best], &w[i])) {
+			if (best == SIZE_MAX || w[i].begin < w[best].begin)
+				best = i;
+		} else if (w[i].begin < w[best].begin) {
+			second = best;
+			best = i;
+		} else if (second == SIZE_MAX || w[i].begin < w[second].begin) {
+			second = i;
+		}
+	}
 	t->windows_sorted = true;
 	return 0;
 }
@@ -460,22 +523,13 @@ static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
 		 * resets; if they do, an event in both cannot be placed. Two windows of
 		 * the same reset are one window.
 		 */
-		if (t->windows_overlap) {
-			uint32_t first = w[lo].g.prev_generation, last = w[lo].g.generation;
-			bool other = false;
+		if (t->windows_overlap && w[lo].other != SIZE_MAX && w[w[lo].other].begin <= ts) {
+			const struct window *o = &w[w[lo].other];
 
-			for (size_t k = lo + 1; k < n; k++)
-				if (w[k].begin <= ts &&
-				    (w[k].g.generation != w[lo].g.generation ||
-				     w[k].g.prev_generation != w[lo].g.prev_generation)) {
-					other = true;
-					first = MIN(first, w[k].g.prev_generation);
-					last = MAX(last, w[k].g.generation);
-				}
-			if (other)
-				return unresolved(t, STACKTAB_KERNEL_ID, ret_reason,
-						  "ambiguous between generations %" PRIu32 " and %" PRIu32,
-						  first, last);
+			return unresolved(t, STACKTAB_KERNEL_ID, ret_reason,
+					  "ambiguous between generations %" PRIu32 " and %" PRIu32,
+					  MIN(w[lo].g.prev_generation, o->g.prev_generation),
+					  MAX(w[lo].g.generation, o->g.generation));
 		}
 		if (!w[lo].g.prev_generation)
 			return resolve_in(t, STACKTAB_KERNEL_ID, w[lo].g.generation, id, ret_entry,
@@ -564,20 +618,50 @@ int stacktab_foreach(const struct stacktab *t,
 	return 0;
 }
 
-int stacktab_foreach_generation(const struct stacktab *t,
+static int order_cmp(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int stacktab_foreach_generation(struct stacktab *t,
 				int (*cb)(uint32_t cpu, const struct segment_generation *g,
 					  void *userdata),
 				void *userdata)
 {
+	_cleanup_free_ size_t *keep = NULL;
+	size_t k = 0, charged = 0;
 	int r;
 
 	assert(t);
 	assert(cb);
 
-	for (size_t i = 0; i < t->nr_gens; i++) {
-		r = cb(t->gens[i].cpu, &t->gens[i].g, userdata);
-		if (r < 0)
-			return r;
+	/* the windows kept by sort_windows(), in the order added */
+	r = sort_windows(t);
+	if (r < 0)
+		return r;
+	r = budget_charge(&charged, (t->nr_windows + 1) * sizeof(*keep), "generation records");
+	if (r < 0)
+		return r;
+	keep = malloc((t->nr_windows + 1) * sizeof(*keep));
+	if (!keep) {
+		budget_release_all(&charged);
+		return -ENOMEM;
 	}
-	return 0;
+	for (size_t i = 0; i < t->nr_windows; i++)
+		keep[i] = t->windows[i].order;
+	qsort(keep, t->nr_windows, sizeof(*keep), order_cmp);
+	keep[t->nr_windows] = SIZE_MAX;
+	r = 0;
+	for (size_t i = 0; i < t->nr_gens && r >= 0; i++) {
+		if (t->gens[i].cpu == SEGMENT_NO_CPU) {
+			if (keep[k] != i)
+				continue;
+			k++;
+		}
+		r = cb(t->gens[i].cpu, &t->gens[i].g, userdata);
+	}
+	budget_release_all(&charged);
+	return r < 0 ? r : 0;
 }

@@ -113,7 +113,7 @@ int stacktab_foreach(const struct stacktab *t,
  * Call cb for every GENERATION record added (a window added again only
  * once), in the order added; cpu is SEGMENT_NO_CPU for windows. Returns 0 or the first negative value of cb.
  */
-int stacktab_foreach_generation(const struct stacktab *t,
+int stacktab_foreach_generation(struct stacktab *t,
 				int (*cb)(uint32_t cpu, const struct segment_generation *g,
 					  void *userdata),
 				void *userdata);

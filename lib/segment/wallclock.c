@@ -32,15 +32,25 @@ int wallclock_pairs_decode(const void *buf, size_t len, struct wallclock_pair **
 	size_t k = len / WALLCLOCK_PAIR_SIZE;
 	struct wallclock_pair *a;
 
+	size_t cap = 4;
+
 	assert(buf || len == 0);
 	assert(pairs);
 	assert(n);
 
 	if (!len || len % WALLCLOCK_PAIR_SIZE)
 		return -EBADMSG;
-	a = reallocarray(*pairs, *n + k, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
+	/* the capacity is implied by *n (a power of two): many small records grow it in O(n) */
+	while (cap < *n)
+		cap *= 2;
+	a = *pairs;
+	if (!a || *n + k > cap) {
+		while (cap < *n + k)
+			cap *= 2;
+		a = reallocarray(*pairs, cap, sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+	}
 	for (size_t i = 0; i < k; i++, b += WALLCLOCK_PAIR_SIZE)
 		a[*n + i] = (struct wallclock_pair){ get_le64(b), get_le64(b + 8), get_le64(b + 16) };
 	*pairs = a;

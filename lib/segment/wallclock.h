@@ -30,7 +30,9 @@ struct wallclock_pair {
 void wallclock_pair_encode(const struct wallclock_pair *p, uint8_t out[WALLCLOCK_PAIR_SIZE]);
 
 /*
- * Append the pairs of a CLOCK payload to the array *pairs of *n entries (grown). Returns
+ * Append the pairs of a CLOCK payload to the array *pairs of *n entries
+ * (grown; NULL or an array this function grew: its capacity is the power
+ * of two implied by *n, so many small records cost linear time). Returns
  * the number added, -EBADMSG (length not a multiple of 24, or empty) or
  * -ENOMEM.
  */

@@ -5,7 +5,11 @@
  * picks a record, mutates its payload after decompression (recompressing
  * it), or mutates the whole file, and then rewrites every record's
  * lengths, CRCs and sequence number and the footer CRC, so that the
- * mutated content reaches the parsers behind the CRC checks.
+ * mutated content reaches the parsers behind the CRC checks. It also
+ * repeats records (up to 256 copies: FILE, CLOCK, GENERATION, STACKS or
+ * frames), pads a compressed payload with zeros up to 16 MiB (what it
+ * holds then costs a reader MiBs), deletes records, and changes a
+ * header's type, cpu or COLUMNS flag.
  */
 #ifndef STACKMAPD_FUZZ_SEGMUT_H
 #define STACKMAPD_FUZZ_SEGMUT_H
@@ -54,8 +58,12 @@ static unsigned segmut_fix(uint8_t *d, size_t len)
 	return n;
 }
 
-/* Mutate record k's payload (decompressed if needed); returns the new file length. */
-static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
+/*
+ * Mutate record k's payload (decompressed if needed), or with grow_to,
+ * pad a compressed payload with zeros to grow_to bytes: a few hundred
+ * stored bytes that a reader must hold as MiBs. Returns the new file length.
+ */
+static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k, size_t grow_to)
 {
 	size_t off = 16, raw_len, cap, z, nlen;
 	uint8_t *raw;
@@ -75,8 +83,12 @@ static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
 	raw_len = segmut_le32(d + off + 16);
 	if (raw_len > (1u << 20) || stored > (1u << 20))
 		return len;
+	if (grow_to && (!(d[off + 6] & 1) || grow_to <= raw_len))
+		return len;
 	/* an uncompressed payload is copied whole, whatever its raw length says */
 	cap = (raw_len > stored ? raw_len : stored) * 2 + 64;
+	if (cap < grow_to)
+		cap = grow_to;
 	raw = malloc(cap);
 	if (!raw)
 		return len;
@@ -90,7 +102,12 @@ static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
 		z = stored;
 		memcpy(raw, d + off + 32, z);
 	}
-	z = LLVMFuzzerMutate(raw, z, cap);
+	if (grow_to) {
+		memset(raw + z, 0, grow_to - z);
+		z = grow_to;
+	} else {
+		z = LLVMFuzzerMutate(raw, z, cap);
+	}
 	{
 		size_t bound = ZSTD_compressBound(z);
 		uint8_t *out = malloc(bound > z ? bound : z);
@@ -135,14 +152,122 @@ static size_t segmut_record(uint8_t *d, size_t len, size_t max, unsigned k)
 	return len;
 }
 
+/* Offset of record k's header, and its length with the header, or 0 if there is none. */
+static size_t segmut_find(const uint8_t *d, size_t len, unsigned k, size_t *ret_len)
+{
+	size_t off = 16;
+
+	for (unsigned n = 0; len >= 16 && len - off >= 32 && segmut_le32(d + off) == 0x43524D53u;
+	     n++) {
+		uint32_t stored = segmut_le32(d + off + 12);
+
+		if (stored > len - off - 32)
+			return 0;
+		if (n == k) {
+			*ret_len = 32 + (size_t)stored;
+			return off;
+		}
+		off += 32 + stored;
+	}
+	return 0;
+}
+
+/* Move the footer's INDEX offset by delta if it points at or after off. */
+static void segmut_shift_footer(uint8_t *d, size_t len, size_t off, long long delta)
+{
+	uint64_t io;
+
+	if (len < 24 || memcmp(d + len - 8, "SMAPEND", 8))
+		return;
+	memcpy(&io, d + len - 24, 8);
+	if (io >= off) {
+		io = (uint64_t)((long long)io + delta);
+		memcpy(d + len - 24, &io, 8);
+	}
+}
+
+/*
+ * Insert copies of record j (1 to 2^(seed % 9) of them, as many as fit)
+ * before record k: repeated FILE, CLOCK, GENERATION or STACKS records and
+ * multiplied frames are what stalls or bloats a reader.
+ */
+static size_t segmut_repeat(uint8_t *d, size_t len, size_t max, unsigned j, unsigned k,
+			    unsigned seed)
+{
+	size_t rlen, klen, src = segmut_find(d, len, j, &rlen), dst = segmut_find(d, len, k, &klen);
+	size_t copies = (size_t)1 << (seed % 9), total;
+	uint8_t *rec;
+
+	if (!src || !dst || rlen > max)
+		return len;
+	copies = copies < (max - len) / rlen ? copies : (max - len) / rlen;
+	if (!copies)
+		return len;
+	rec = malloc(rlen);
+	if (!rec)
+		return len;
+	memcpy(rec, d + src, rlen);
+	total = copies * rlen;
+	memmove(d + dst + total, d + dst, len - dst);
+	for (size_t i = 0; i < copies; i++)
+		memcpy(d + dst + i * rlen, rec, rlen);
+	free(rec);
+	len += total;
+	segmut_shift_footer(d, len, dst, (long long)total);
+	return len;
+}
+
+/* Remove record k (never META). */
+static size_t segmut_delete(uint8_t *d, size_t len, unsigned k)
+{
+	size_t rlen, off = k ? segmut_find(d, len, k, &rlen) : 0;
+
+	if (!off)
+		return len;
+	memmove(d + off, d + off + rlen, len - off - rlen);
+	len -= rlen;
+	segmut_shift_footer(d, len, off + 1, -(long long)rlen);
+	return len;
+}
+
+/* Give record k another type, cpu or flags (the header CRC is fixed after). */
+static void segmut_header(uint8_t *d, size_t len, unsigned k, unsigned seed)
+{
+	size_t rlen, off = segmut_find(d, len, k, &rlen);
+
+	if (!off)
+		return;
+	switch (seed % 3) {
+	case 0:
+		d[off + 4] = (uint8_t)(1 + seed / 3 % 9);	/* a type, known or not */
+		d[off + 5] = 0;
+		break;
+	case 1:
+		segmut_put32(d + off + 8, seed / 3 % 5 == 4 ? 0xffffffffu : seed / 3 % 5);
+		break;
+	default:
+		d[off + 6] ^= 2;	/* COLUMNS */
+		break;
+	}
+}
+
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
 {
 	unsigned n = segmut_fix(data, size);
+	unsigned op = seed % 9, arg = seed / 9;
 
-	if (n == 0 || seed % 4 == 0)
+	if (n == 0 || op == 0)
 		size = LLVMFuzzerMutate(data, size, max_size);
+	else if (op <= 3)
+		size = segmut_record(data, size, max_size, arg % n, 0);
+	else if (op == 8)	/* 4 KiB to 16 MiB */
+		size = segmut_record(data, size, max_size, arg % n, (size_t)1 << (12 + arg / 61 % 13));
+	else if (op == 4 || op == 5)
+		size = segmut_repeat(data, size, max_size, arg % n, (arg / 61) % n, arg / 3721);
+	else if (op == 6)
+		size = segmut_delete(data, size, arg % n);
 	else
-		size = segmut_record(data, size, max_size, seed / 4 % n);
+		segmut_header(data, size, arg % n, arg / 61);
 	segmut_fix(data, size);
 	return size;
 }
