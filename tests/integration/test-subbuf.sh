@@ -68,7 +68,7 @@ PY
 		fail "$kb KiB: the archive holds $n entries, the kernel says $KERNEL_READ were read"
 	note "$kb KiB: $n entries, $KERNEL_LOST lost"
 
-	"$STACKMAPCTL" export --format trace.dat -o "$tmp/t.dat" "${segs[@]}" 2>"$tmp/export.err" ||
+	"$STACKMAPCTL" export --format trace.dat --markers -o "$tmp/t.dat" "${segs[@]}" 2>"$tmp/export.err" ||
 		fail "export trace.dat failed: $(cat "$tmp/export.err")"
 	m=$(trace-cmd report -i "$tmp/t.dat" 2>/dev/null | count_report_entries)
 	[ "$m" = "$n" ] || fail "$kb KiB: trace-cmd reads $m entries from the export, report $n"
