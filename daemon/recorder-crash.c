@@ -164,21 +164,6 @@ static int drain_crash_buffer(struct recorder *rec)
 	return 0;
 }
 
-/* The column encoder needs the recorded events' formats (open_readers sets them too). */
-static int collect_formats(struct recorder *rec)
-{
-	free(rec->formats);
-	rec->formats = calloc(rec->nr_files + 1, sizeof(*rec->formats));
-	if (!rec->formats)
-		return -ENOMEM;
-	rec->nr_formats = 0;
-	for (size_t i = 0; i < rec->nr_files; i++)
-		if (startswith(rec->files[i].name, "events/") &&
-		    strstr(rec->files[i].name, "/format"))
-			rec->formats[rec->nr_formats++] = rec->files[i].data;
-	return 0;
-}
-
 /*
  * One finished segment: if the previous boot's recording wrote it (its
  * boot id and clock, not a capture), raise each CPU's overlap to its last
@@ -320,7 +305,7 @@ static int save_previous(struct recorder *rec, const char *clock, struct crash_p
 	unsigned page_size;
 	int r;
 
-	r = collect_formats(rec);
+	r = recorder_collect_formats(rec);
 	if (r < 0)
 		return r;
 	r = tracing_nr_cpus(rec->tracing);

@@ -132,6 +132,9 @@ void recorder_drain_all(struct recorder *rec);
  */
 int recorder_open_readers(struct recorder *rec);
 
+/* recorder-readers.c: the event formats the column encoder needs, from the collected files. 0 or -ENOMEM. */
+int recorder_collect_formats(struct recorder *rec);
+
 /*
  * Open (not start) a reader for each online CPU into the tables
  * recorder_open_readers() allocated, which hold none. Returns 0 or -errno.

@@ -32,14 +32,8 @@ void recorder_exclude_self(struct recorder *rec)
 	recorder_crash_exclude(rec, pids, n);
 }
 
-int recorder_open_readers(struct recorder *rec)
+int recorder_collect_formats(struct recorder *rec)
 {
-	int n = tracing_nr_cpus(rec->tracing);
-
-	if (n <= 0)
-		return -ENODEV;
-	rec->nr_cpus = (unsigned)n;
-	rec->readers = calloc(rec->nr_cpus, sizeof(*rec->readers));
 	/* the column encoder needs every recorded event's layout; the texts stay in files */
 	free(rec->formats);
 	rec->formats = calloc(rec->nr_files + 1, sizeof(*rec->formats));
@@ -50,6 +44,19 @@ int recorder_open_readers(struct recorder *rec)
 		if (startswith(rec->files[i].name, "events/") &&
 		    strstr(rec->files[i].name, "/format"))
 			rec->formats[rec->nr_formats++] = rec->files[i].data;
+	return 0;
+}
+
+int recorder_open_readers(struct recorder *rec)
+{
+	int n = tracing_nr_cpus(rec->tracing);
+
+	if (n <= 0)
+		return -ENODEV;
+	rec->nr_cpus = (unsigned)n;
+	rec->readers = calloc(rec->nr_cpus, sizeof(*rec->readers));
+	if (recorder_collect_formats(rec) < 0)
+		return -ENOMEM;
 	rec->kstats_base = calloc(rec->nr_cpus, sizeof(*rec->kstats_base));
 	rec->rate_events = calloc(rec->nr_cpus, sizeof(*rec->rate_events));
 	rec->cpu_status = calloc(rec->nr_cpus, sizeof(*rec->cpu_status));
