@@ -54,6 +54,7 @@ static int reply_status(struct commands *c, struct ctl_request *req)
 		json_add_uint(&w, "resets", st.resets);
 		json_add_uint(&w, "reset_busy", st.map_reset_busy);
 		json_add_uint(&w, "foreign_markers", st.foreign_markers);
+		json_add_uint(&w, "realtime_refused", st.realtime_refused);
 		json_object_close(&w);
 	} else {
 		json_add_null(&w, "map");

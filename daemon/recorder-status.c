@@ -28,6 +28,7 @@ static void stackmap_status(const struct generations *g, struct recorder_status 
 	st->resets = s.resets_own + s.resets_external;
 	st->map_reset_busy = s.reset_busy;
 	st->foreign_markers = s.foreign_markers;
+	st->realtime_refused = s.realtime_refused;
 }
 
 void recorder_get_status(struct recorder *rec, struct recorder_status *ret)

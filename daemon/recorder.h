@@ -75,6 +75,7 @@ struct recorder_status {
 	uint64_t cpus_added;		/* CPUs that came online and got a reader */
 	uint64_t tracefs_repairs;	/* our tracefs settings found changed and set back */
 	uint64_t foreign_markers;	/* stack-map marker lines without this run's key */
+	uint64_t realtime_refused;	/* lossless resets run without real-time priority */
 	const char *crash_buffer;	/* static: "off", "armed" or why it is not */
 	uint64_t crash_captured;	/* previous boots saved from it at start */
 };

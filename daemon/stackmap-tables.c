@@ -154,6 +154,8 @@ int stackmap_segment_tables(struct stackmap *sm, const uint64_t *id_bitmap, size
 				.kind = SEGMENT_GEN_RESET_EXTERNAL,
 				.window_begin = sm_sat_sub(sm_external_begin_raw(sm, cur), sm->guard),
 				.window_end = UINT64_MAX,
+				.begin_cpu = SEGMENT_NO_CPU,
+				.end_cpu = SEGMENT_NO_CPU,
 			},
 			.slots = sm->pending,
 		};

@@ -442,6 +442,8 @@ int stackmap_start(struct stackmap *sm, struct segment_generation *ret_gen)
 		.generation = 1,
 		.prev_generation = 0,
 		.kind = SEGMENT_GEN_ADOPTED,
+		.begin_cpu = SEGMENT_NO_CPU,
+		.end_cpu = SEGMENT_NO_CPU,
 	};
 	g->start_usec = now_usec(CLOCK_MONOTONIC);
 	r = sm_slots_merge(sm, &g->slots, &sm->snap, NULL);
@@ -628,11 +630,11 @@ int stackmap_write_reset(struct stackmap *sm)
 	return 0;
 }
 
-int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind, uint64_t begin_ts,
-			      uint64_t end_ts, struct segment_generation *ret_gen)
+int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind,
+			      const struct stackmap_window *w, struct segment_generation *ret_gen)
 {
 	struct sm_gen *cur = sm_gen_cur(sm), *g;
-	uint64_t begin_raw, guard;
+	uint64_t begin_ts = w->begin_ts, end_ts = w->end_ts, begin_raw, guard;
 	bool external;
 	int flags = 0, r;
 
@@ -679,7 +681,22 @@ int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind, u
 		.kind = kind,
 		.window_begin = sm_sat_sub(begin_raw, guard),
 		.window_end = sat_add(end_ts, guard),
+		.begin_cpu = SEGMENT_NO_CPU,
+		.end_cpu = SEGMENT_NO_CPU,
 	};
+	/*
+	 * Our own lossless reset, both markers read back: on its own CPU each
+	 * marker orders events exactly, so readers apply the guard to the
+	 * other CPUs only. Not when a bound was moved or saturated (the
+	 * marker's time is then not the bound less the guard).
+	 */
+	if (kind == SEGMENT_GEN_RESET_LOSSLESS && begin_raw == begin_ts && guard &&
+	    begin_ts >= guard && end_ts < SEGMENT_WINDOW_UNKNOWN - guard &&
+	    w->begin_cpu != SEGMENT_NO_CPU && w->end_cpu != SEGMENT_NO_CPU) {
+		g->g.begin_cpu = w->begin_cpu;
+		g->g.end_cpu = w->end_cpu;
+		g->g.guard = guard;
+	}
 	/* a marker never read back is no time: the next reset cannot be dated from it */
 	g->begin_marker_ts = end_ts < SEGMENT_WINDOW_UNKNOWN ? end_ts : 0;
 	g->start_usec = now_usec(CLOCK_MONOTONIC);

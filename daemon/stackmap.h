@@ -90,6 +90,7 @@ struct stackmap_stats {
 	uint64_t text_snapshots;	/* snapshots read from the text export */
 	uint64_t stored_stacks;		/* distinct stacks held in memory */
 	uint64_t foreign_markers;	/* marker lines without this run's key, ignored */
+	uint64_t realtime_refused;	/* lossless resets run without real-time priority */
 };
 
 /*
@@ -146,7 +147,7 @@ int stackmap_marker_seen(struct stackmap *sm, const char *text, size_t len, uint
  * Returns a mask of STACKMAP_SNAP_* bits (0: consistent) or -errno.
  * With STACKMAP_SNAP_EXTERNAL the snapshot is kept aside for the next
  * generation: write a marker, flush the readers, and call
- * stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, its ts, ..)
+ * stackmap_begin_generation() (EXTERNAL, begin_ts 0, end_ts its ts)
  * before taking more snapshots (they return -EBUSY until then, as they do
  * between stackmap_write_reset() and stackmap_begin_generation()).
  * Call it also after the last pages of a segment were read and before
@@ -212,7 +213,7 @@ bool stackmap_rereads_before_reset(const struct stackmap *sm);
 /*
  * Reset, step 3 (also after STACKMAP_SNAP_EXTERNAL): open the next
  * generation. kind: SEGMENT_GEN_RESET_LOSSLESS, _STRICT or _EXTERNAL.
- * begin_ts / end_ts: raw trace-clock timestamps of the marker written
+ * w->begin_ts / w->end_ts: raw trace-clock timestamps of the marker written
  * before the reset ("gen G end", written before tracing_on=0 in strict
  * mode) and of the one written after it ("gen G+1 begin", after
  * tracing_on=1); the module widens them by the configured guard, except
@@ -224,14 +225,21 @@ bool stackmap_rereads_before_reset(const struct stackmap *sm);
  * not read back (the window stays open, and nothing later is dated from
  * it). The window written never ends before it begins: when the earliest
  * known moment of an external reset lies after end_ts, it opens where the
- * current generation's window does.
+ * current generation's window does. w->begin_cpu / w->end_cpu: the CPUs
+ * whose buffers held those markers (SEGMENT_NO_CPU: unknown); written
+ * into a lossless window, they let readers order the events of those
+ * CPUs by the markers themselves, without the guard.
  * Takes the new generation's first snapshot (a failure there is counted,
  * not returned: the generation exists anyway). *ret_gen (may be NULL)
  * gets its GENERATION payload. Returns 0, -EPERM out of sequence,
  * -EINVAL (end_ts 0 or before begin_ts), -ENOMEM.
  */
-int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind, uint64_t begin_ts,
-			      uint64_t end_ts, struct segment_generation *ret_gen);
+struct stackmap_window {
+	uint64_t begin_ts, end_ts;
+	uint32_t begin_cpu, end_cpu;
+};
+int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind,
+			      const struct stackmap_window *w, struct segment_generation *ret_gen);
 
 /* Current generation number (>= 1 after stackmap_start(), else 0). */
 uint32_t stackmap_generation(const struct stackmap *sm);

@@ -355,6 +355,7 @@ const struct config_key config_keys[] = {
 	    .choices = reset_mode_names),
 	KEY("stackmap", "reset_guard", parse_dur, FIELD_U64, CFG_FIELD(reset_guard_usec),
 	    RANGE(0, SEC)),
+	KEY("stackmap", "reset_realtime", parse_boolean, FIELD_BOOL, CFG_FIELD(reset_realtime)),
 
 	KEY("archive", "directory", parse_abs_path, FIELD_STRING, CFG_FIELD(directory)),
 	KEY("archive", "compression_level", parse_count, FIELD_INT, CFG_FIELD(compression_level),

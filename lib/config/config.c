@@ -506,6 +506,7 @@ int config_init(struct config *c)
 		.reset_drops = 1000,
 		.reset_mode = CONFIG_RESET_LOSSLESS,
 		.reset_guard_usec = 1 * MSEC,
+		.reset_realtime = true,
 		.compression_level = 1,
 		.frame_size = 256 * KB,
 		.segment_size = 64 * MB,

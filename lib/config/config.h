@@ -80,6 +80,7 @@ struct config {
 	uint64_t reset_interval_usec;	/* reset at least this often; 0 = never */
 	enum config_reset_mode reset_mode;
 	uint64_t reset_guard_usec;	/* widen the ambiguous window on each side */
+	bool reset_realtime;		/* lowest real-time priority between the reset's markers */
 
 	/* [archive] */
 	char *directory;

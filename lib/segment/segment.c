@@ -106,6 +106,9 @@ void segment_generation_encode(const struct segment_generation *g,
 	put_le32(out + 12, g->flags);
 	put_le64(out + 16, g->window_begin);
 	put_le64(out + 24, g->window_end);
+	put_le32(out + 32, g->begin_cpu);
+	put_le32(out + 36, g->end_cpu);
+	put_le64(out + 40, g->guard);
 }
 
 int segment_generation_decode(const void *buf, size_t len, struct segment_generation *ret)
@@ -115,7 +118,7 @@ int segment_generation_decode(const void *buf, size_t len, struct segment_genera
 	assert(ret);
 
 	/* Longer payloads may carry fields of a later writer: read ours. */
-	if (!buf || len < SEGMENT_GENERATION_SIZE)
+	if (!buf || len < SEGMENT_GENERATION_MIN_SIZE)
 		return -EBADMSG;
 	*ret = (struct segment_generation){
 		.generation = get_le32(p),
@@ -124,7 +127,14 @@ int segment_generation_decode(const void *buf, size_t len, struct segment_genera
 		.flags = get_le32(p + 12),
 		.window_begin = get_le64(p + 16),
 		.window_end = get_le64(p + 24),
+		.begin_cpu = SEGMENT_NO_CPU,
+		.end_cpu = SEGMENT_NO_CPU,
 	};
+	if (len >= SEGMENT_GENERATION_SIZE) {
+		ret->begin_cpu = get_le32(p + 32);
+		ret->end_cpu = get_le32(p + 36);
+		ret->guard = get_le64(p + 40);
+	}
 	return 0;
 }
 

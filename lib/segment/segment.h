@@ -114,8 +114,19 @@ struct segment_generation {
 	uint32_t flags;
 	uint64_t window_begin;
 	uint64_t window_end;
+	/*
+	 * Where the markers that bound the window were read: the window's
+	 * begin less guard is the first marker's time on begin_cpu, its end
+	 * less guard the second's on end_cpu (SEGMENT_NO_CPU: not known, as
+	 * in files of older writers). On its own CPU a marker orders events
+	 * exactly; the guard covers only the other CPUs' clocks.
+	 */
+	uint32_t begin_cpu;
+	uint32_t end_cpu;
+	uint64_t guard;
 };
-#define SEGMENT_GENERATION_SIZE 32
+#define SEGMENT_GENERATION_SIZE 48
+#define SEGMENT_GENERATION_MIN_SIZE 32	/* older writers: no marker CPUs */
 /*
  * Window bounds at or above this are not times (no trace clock gets there):
  * an end means the window never closed (its marker was not read back), a

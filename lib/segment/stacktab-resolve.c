@@ -495,10 +495,33 @@ static int resolve_ambiguous(struct stacktab *t, uint32_t prev, uint32_t gen, ui
 			  "ambiguous between generations %" PRIu32 " and %" PRIu32, prev, gen);
 }
 
-static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
+/*
+ * An event inside a lossless window, on the CPU that held one of its
+ * markers: that marker orders it exactly (a CPU's events are in the order
+ * their slots were reserved, and the stack lookup happens before the
+ * next reservation there). Before the marker written ahead of the reset,
+ * its id was in the old map when the map was last read; after the one
+ * written once the reset was done, it is of the new map. Returns the
+ * generation, or 0 when only the guard can tell.
+ */
+static uint32_t window_side(const struct segment_generation *g, uint32_t cpu, uint64_t ts)
+{
+	/* markers in order, the guard on both sides: anything else is not ours to trust */
+	if (!g->guard || !g->prev_generation || cpu == SEGMENT_NO_CPU || g->guard > UINT64_MAX / 2 ||
+	    g->window_begin > g->window_end || g->window_end - g->window_begin < 2 * g->guard)
+		return 0;
+	if (cpu == g->begin_cpu && ts < g->window_begin + g->guard)
+		return g->prev_generation;
+	if (cpu == g->end_cpu && ts > g->window_end - g->guard)
+		return g->generation;
+	return 0;
+}
+
+static int resolve_by_time(struct stacktab *t, uint32_t cpu, uint64_t ts, uint32_t id,
 			   const struct stack_entry **ret_entry, const char **ret_reason)
 {
 	const struct window *w;
+	uint32_t side;
 	size_t lo = 0, hi, n;
 
 	if (sort_windows(t) < 0)
@@ -534,6 +557,9 @@ static int resolve_by_time(struct stacktab *t, uint64_t ts, uint32_t id,
 		if (!w[lo].g.prev_generation)
 			return resolve_in(t, STACKTAB_KERNEL_ID, w[lo].g.generation, id, ret_entry,
 					  ret_reason);
+		side = window_side(&w[lo].g, cpu, ts);
+		if (side)
+			return resolve_in(t, STACKTAB_KERNEL_ID, side, id, ret_entry, ret_reason);
 		return resolve_ambiguous(t, w[lo].g.prev_generation, w[lo].g.generation, id,
 					 ret_entry, ret_reason);
 	}
@@ -565,7 +591,7 @@ int stacktab_resolve(struct stacktab *t, uint32_t cpu, uint64_t ts, enum stackta
 	}
 	if (!t->nr_windows)
 		return unresolved(t, kind, ret_reason, "no generation information");
-	return resolve_by_time(t, ts, id, ret_entry, ret_reason);
+	return resolve_by_time(t, cpu, ts, id, ret_entry, ret_reason);
 }
 
 void stacktab_get_stats(const struct stacktab *t, struct stacktab_stats *ret)

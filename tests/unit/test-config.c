@@ -251,6 +251,7 @@ static void check_defaults(const struct config *c, bool paths)
 	CHECK(c->reset_interval_usec == 0);
 	CHECK(c->reset_mode == CONFIG_RESET_LOSSLESS);
 	CHECK(c->reset_guard_usec == USEC_PER_MSEC);
+	CHECK(c->reset_realtime);
 	CHECK(!paths || streq(c->directory, ARCHIVEDIR));
 	CHECK(c->compression_level == 1);
 	CHECK(c->frame_size == 256 * 1024);
@@ -378,6 +379,7 @@ static void test_good(void)
 		"reset_interval = 10min\n"
 		"reset_mode = strict\n"
 		"reset_guard = 0\n"
+		"reset_realtime = no\n"
 		"[archive]\n"
 		"directory = /srv/trace\n"
 		"compression_level = 19\n"
@@ -419,6 +421,7 @@ static void test_good(void)
 		CHECK(c.reset_fill_percent == 0 && c.reset_drops == 0);
 		CHECK(c.reset_interval_usec == UINT64_C(600000000));
 		CHECK(c.reset_mode == CONFIG_RESET_STRICT && c.reset_guard_usec == 0);
+		CHECK(!c.reset_realtime);
 		CHECK(streq(c.directory, "/srv/trace"));
 		CHECK(c.compression_level == 19 && c.frame_size == 65536);
 		CHECK(c.segment_size == 0 && c.segment_age_usec == UINT64_C(30) * 86400000000);

@@ -816,7 +816,17 @@ static void test_codecs(void)
 	uint8_t buf[64] = { 0 }, *p = NULL;
 	size_t len = 0;
 
-	CHECK(segment_generation_decode(buf, SEGMENT_GENERATION_SIZE - 1, &g) == -EBADMSG);
+	CHECK(segment_generation_decode(buf, SEGMENT_GENERATION_MIN_SIZE - 1, &g) == -EBADMSG);
+	/* the marker CPUs and the guard round-trip; an older writer's payload has none */
+	segment_generation_encode(&(struct segment_generation){ .generation = 3, .prev_generation = 2,
+		.kind = SEGMENT_GEN_RESET_LOSSLESS, .window_begin = 100, .window_end = 200,
+		.begin_cpu = 1, .end_cpu = 0, .guard = 7 }, buf);
+	CHECK(segment_generation_decode(buf, SEGMENT_GENERATION_SIZE, &g) == 0 && g.generation == 3 &&
+	      g.window_end == 200 && g.begin_cpu == 1 && g.end_cpu == 0 && g.guard == 7);
+	CHECK(segment_generation_decode(buf, SEGMENT_GENERATION_MIN_SIZE, &g) == 0 &&
+	      g.window_begin == 100 && g.begin_cpu == SEGMENT_NO_CPU && g.end_cpu == SEGMENT_NO_CPU &&
+	      g.guard == 0);
+	memset(buf, 0, sizeof(buf));
 	CHECK(segment_index_encode(&(struct segment_index){ 0 }, &p, &len) == 0 && len == 16);
 	CHECK(segment_index_decode(p, len, &d) == 0 && d.nr_cpus == 0 && d.cpus == NULL);
 	free(p);

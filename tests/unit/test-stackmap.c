@@ -20,6 +20,10 @@
 #include "stacktab.h"
 #include "util.h"
 
+/* a window whose markers' CPUs are not known */
+#define WIN(b, e) ((struct stackmap_window){ .begin_ts = (b), .end_ts = (e), \
+	.begin_cpu = SEGMENT_NO_CPU, .end_cpu = SEGMENT_NO_CPU })
+
 #define GUARD_USEC 1
 #define GUARD_NS (GUARD_USEC * 1000)
 
@@ -658,10 +662,14 @@ static void test_external(void)
 		/* Until the next generation begins, snapshots and resets wait. */
 		CHECK(stackmap_snapshot(sm, 5) == -EBUSY);
 		CHECK(stackmap_snapshot_final(sm) == -EBUSY);
-		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, 0, &g) == -EINVAL);
-		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, 4100, &g) == 0);
+		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, &WIN(0, 0), &g) == -EINVAL);
+		/* CPUs given or not, an external reset's window is all guard */
+		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL,
+						&(struct stackmap_window){ .end_ts = 4100, .end_cpu = 0,
+									   .begin_cpu = 0 }, &g) == 0);
 		CHECK(g.generation == 2 && g.prev_generation == 1);
 		CHECK(g.kind == SEGMENT_GEN_RESET_EXTERNAL);
+		CHECK(g.begin_cpu == SEGMENT_NO_CPU && g.end_cpu == SEGMENT_NO_CPU);
 		/* Snapshot 2 (ts 2000) was the last one that matched generation 1. */
 		CHECK_MSG(g.window_begin == 2000 - GUARD_NS && g.window_end == 4100 + GUARD_NS,
 			  "case %d: [%" PRIu64 ", %" PRIu64 "]", how, g.window_begin,
@@ -699,7 +707,7 @@ static void test_generations_and_tables(void)
 	CHECK(stackmap_start(sm, NULL) == 0);
 	CHECK(stackmap_start(sm, NULL) == -EPERM);
 	CHECK(stackmap_write_reset(sm) == -EPERM);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 1, 2, NULL) == -EPERM);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, &WIN(1, 2), NULL) == -EPERM);
 
 	/* Generation 1 grows to map_a2, then a lossless reset at ts [10000, 10500]. */
 	put_map(dir, map_a2, ARRAY_SIZE(map_a2), 150);
@@ -710,9 +718,14 @@ static void test_generations_and_tables(void)
 	free(s);
 	CHECK(stackmap_snapshot(sm, 7) == -EBUSY);
 	put_map(dir, map_b, 1, 1);	/* the new map: id 3 only, so far */
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 10000, 10500, &g) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS,
+					&(struct stackmap_window){ .begin_ts = 10000, .end_ts = 10500,
+								   .begin_cpu = 1, .end_cpu = 0 },
+					&g) == 0);
 	CHECK(g.generation == 2 && g.prev_generation == 1 && g.kind == SEGMENT_GEN_RESET_LOSSLESS);
 	CHECK(g.window_begin == 10000 - GUARD_NS && g.window_end == 10500 + GUARD_NS);
+	/* where the markers were read goes with the window, and the guard it was widened by */
+	CHECK(g.begin_cpu == 1 && g.end_cpu == 0 && g.guard == GUARD_NS);
 	put_map(dir, map_b, ARRAY_SIZE(map_b), 5);
 	CHECK(stackmap_snapshot(sm, 8) == 0);
 
@@ -738,7 +751,7 @@ static void test_generations_and_tables(void)
 	tables_done(&t);
 	memset(bm, 0, sizeof(bm));
 
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, 30000, &g) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, &WIN(0, 30000), &g) == 0);
 	CHECK(g.generation == 3 && g.window_begin == 20000 - GUARD_NS &&
 	      g.window_end == 30000 + GUARD_NS);
 	stackmap_get_stats(sm, &st);
@@ -843,7 +856,7 @@ static void test_final_finds_external(void)
 	s = get_str(dir, "stack_map");
 	CHECK(s && startswith(s, "stack_id"));	/* not written */
 	free(s);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 9000, 10000, &g) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, &WIN(9000, 10000), &g) == 0);
 	CHECK(g.kind == SEGMENT_GEN_RESET_EXTERNAL && g.window_begin == 5000 - GUARD_NS &&
 	      g.window_end == 10000 + GUARD_NS);
 
@@ -856,7 +869,7 @@ static void test_final_finds_external(void)
 	s = get_str(dir, "stack_map");
 	CHECK(s && startswith(s, "stack_id"));
 	free(s);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 29000, 30000, &g) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, &WIN(29000, 30000), &g) == 0);
 	CHECK(g.kind == SEGMENT_GEN_RESET_EXTERNAL && g.generation == 3 &&
 	      g.window_begin == 20000 - GUARD_NS);
 
@@ -876,7 +889,7 @@ static void test_final_finds_external(void)
 		put_map(dir, more, ARRAY_SIZE(more), 60);
 		CHECK(stackmap_write_reset(sm) == 0);
 		put_map(dir, map_b, 1, 1);
-		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 39000, 40000,
+		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, &WIN(39000, 40000),
 						&g) == 0);
 		set_bit(bm, 150);
 		CHECK(get_tables(sm, bm, 256, 3, 3, 0, 0, &t) == 0);
@@ -981,14 +994,14 @@ static void test_unseen_begin_marker(void)
 	CHECK(stackmap_write_reset(sm) == 0);
 	put_map(dir, map_b, 1, 1);
 	/* what generations.c asks for when neither marker was read back */
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, UINT64_MAX - 1, &g2) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, &WIN(0, UINT64_MAX - 1), &g2) == 0);
 	CHECK(g2.generation == 2 && g2.window_begin == 100000 - GUARD_NS &&
 	      g2.window_end == UINT64_MAX);
 
 	/* somebody else resets it; its first snapshot was the last that matched */
 	put_map(dir, map_a + 1, 1, 1);		/* id 3 vanished */
 	CHECK(stackmap_snapshot(sm, 2) == STACKMAP_SNAP_EXTERNAL);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, 300000, &g3) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, &WIN(0, 300000), &g3) == 0);
 	CHECK_MSG(g3.generation == 3 && g3.window_begin <= g2.window_begin &&
 		  g3.window_end == 300000 + GUARD_NS,
 		  "[%" PRIu64 ", %" PRIu64 "]", g3.window_begin, g3.window_end);
@@ -998,7 +1011,7 @@ static void test_unseen_begin_marker(void)
 	CHECK(stackmap_snapshot(sm, 3) == 0);
 	put_map(dir, map_b + 1, 1, 2);		/* id 17 names another stack */
 	CHECK(stackmap_snapshot(sm, 4) == STACKMAP_SNAP_EXTERNAL);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, 400000, &g4) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, &WIN(0, 400000), &g4) == 0);
 	CHECK_MSG(g4.generation == 4 && g4.window_begin <= g3.window_begin &&
 		  g4.window_end == 400000 + GUARD_NS,
 		  "[%" PRIu64 ", %" PRIu64 "]", g4.window_begin, g4.window_end);
@@ -1042,7 +1055,7 @@ static void test_text_only(void)
 	/* A change of frames is seen in text as well. */
 	put_text_map(dir, map_b, ARRAY_SIZE(map_b));
 	CHECK(stackmap_snapshot(sm, 2) == STACKMAP_SNAP_EXTERNAL);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, 0, 100, &g) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_EXTERNAL, &WIN(0, 100), &g) == 0);
 	/* No snapshot marker seen: the window starts where generation 1 did. */
 	CHECK(g.window_begin == 0);
 	stackmap_free(sm);
@@ -1088,11 +1101,12 @@ static void test_policy(void)
 	CHECK(stackmap_reset_due(sm, now) == STACKMAP_RESET_NONE);
 	CHECK(stackmap_write_reset(sm) == 0);
 	put_map(dir, map_b, ARRAY_SIZE(map_b), 1);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_STRICT, 100, 50, &g) == -EINVAL);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_ADOPTED, 50, 100, &g) == -EINVAL);
-	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_STRICT, 50000, 90000, &g) == 0);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_STRICT, &WIN(100, 50), &g) == -EINVAL);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_ADOPTED, &WIN(50, 100), &g) == -EINVAL);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_STRICT, &WIN(50000, 90000), &g) == 0);
 	CHECK(g.kind == SEGMENT_GEN_RESET_STRICT && g.generation == 2);
 	CHECK(g.window_begin == 50000 && g.window_end == 90000);	/* no guard */
+	CHECK(g.begin_cpu == SEGMENT_NO_CPU && g.end_cpu == SEGMENT_NO_CPU && !g.guard);
 	/* Counters start again with the new map. */
 	CHECK(stackmap_reset_due(sm, now_usec(CLOCK_MONOTONIC)) == STACKMAP_RESET_NONE);
 	stackmap_get_stats(sm, &st);
@@ -1172,8 +1186,8 @@ static void test_many_generations(void)
 		CHECK(stackmap_snapshot_final(sm) == 0);
 		CHECK(stackmap_write_reset(sm) == 0);
 		put_map(dir, i % 2 ? map_a : map_b, 3, 1);
-		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, 1000 * i + 100,
-						1000 * i + 200, NULL) == 0);
+		CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS,
+						&WIN(1000 * i + 100, 1000 * i + 200), NULL) == 0);
 	}
 	stackmap_get_stats(sm, &st);
 	CHECK(st.generation == n + 1 && st.resets_own == n);

@@ -355,6 +355,52 @@ static void test_windows(void)
  * daemon's back can only be dated from that marker: its window begins at
  * no time at all. The event at 500 may be of generation 3 (stack B).
  */
+/*
+ * A lossless window that says where its markers were read: on those CPUs
+ * the markers order events exactly, elsewhere the guard still applies.
+ */
+static void test_marker_cpus(void)
+{
+	struct stacktab *t = stacktab_new();
+	struct segment_generation g = {
+		.generation = 2, .prev_generation = 1, .kind = SEGMENT_GEN_RESET_LOSSLESS,
+		.window_begin = 100, .window_end = 210,	/* markers at 110 (CPU 1) and 200 (CPU 0) */
+		.begin_cpu = 1, .end_cpu = 0, .guard = 10,
+	};
+
+	CHECK(t);
+	add(t, 1, 5, 0, 0xa1);
+	add(t, 2, 5, 0, 0xb1);
+	add(t, 1, 9, SEGMENT_STACK_F_ABSENT, 0);
+	add(t, 2, 9, 0, 0xe1);
+	CHECK(stacktab_add_generation(t, SEGMENT_NO_CPU, &g) == 0);
+
+	EXPECT(t, 1, 105, 5, 0xa1);		/* before the first marker, on its CPU */
+	EXPECT_NOT(t, 1, 105, 9, "id absent from generation 1");
+	EXPECT_NOT(t, 1, 110, 5, "ambiguous between generations 1 and 2");	/* same time: no order */
+	EXPECT_NOT(t, 0, 105, 5, "ambiguous between generations 1 and 2");	/* another CPU: guard */
+	EXPECT_NOT(t, 1, 150, 5, "ambiguous between generations 1 and 2");
+	EXPECT_NOT(t, 0, 150, 5, "ambiguous between generations 1 and 2");
+	EXPECT_NOT(t, 0, 200, 5, "ambiguous between generations 1 and 2");
+	EXPECT(t, 0, 205, 5, 0xb1);		/* after the second marker, on its CPU */
+	EXPECT(t, 0, 205, 9, 0xe1);
+	EXPECT_NOT(t, 1, 205, 5, "ambiguous between generations 1 and 2");
+	EXPECT_NOT(t, SEGMENT_NO_CPU, 205, 5, "ambiguous between generations 1 and 2");
+	EXPECT(t, 1, 211, 5, 0xb1);		/* past the window: as before */
+	t = stacktab_free(t);
+
+	/* a guard wider than the window is not ours: the whole window stays ambiguous */
+	t = stacktab_new();
+	CHECK(t);
+	add(t, 1, 5, 0, 0xa1);
+	add(t, 2, 5, 0, 0xb1);
+	g.guard = 60;
+	CHECK(stacktab_add_generation(t, SEGMENT_NO_CPU, &g) == 0);
+	EXPECT_NOT(t, 1, 105, 5, "ambiguous between generations 1 and 2");
+	EXPECT_NOT(t, 0, 205, 5, "ambiguous between generations 1 and 2");
+	t = stacktab_free(t);
+}
+
 static void test_unknown_begin(void)
 {
 	const uint64_t max = UINT64_MAX;
@@ -593,6 +639,7 @@ int main(void)
 	test_encode_invalid();
 	test_malformed();
 	test_windows();
+	test_marker_cpus();
 	test_unknown_begin();
 	test_strict();
 	test_daemon_refs_and_conflicts();

@@ -44,6 +44,8 @@ for mode in lossless strict; do
 	resets=$(grep -ac 'stack map generation [0-9]* begins' "$W/$mode.log")
 	grep -aq 'ignored a trace marker that looks like ours' "$W/$mode.log" ||
 		{ echo "$mode: FAIL: the forged markers were not seen and ignored"; status=1; }
+	! grep -a 'cannot run the stack-map reset at real-time priority' "$W/$mode.log" ||
+		{ echo "$mode: FAIL: the resets ran without real-time priority"; status=1; }
 	gens=$("$STACKMAPCTL" stacks "${segs[@]}" | grep -E '^generation [0-9]+ \(previous [0-9]+\) .* window ' |
 		awk '{ print $2 }' | sort -u | wc -l)
 	echo "$mode: ${#segs[@]} segments, $resets resets, $gens generations in the archive"
