@@ -169,6 +169,12 @@ ok "exit 69 without a daemon, 2 on usage errors, --socket, --config"
 # ---- who may connect ----
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 as_nobody "$STACKMAPCTL" status 2> "$tmp/err"; rc=$?
+if [ $rc = 127 ]; then
+	# The loader could not run the client as nobody: show the modes on
+	# the way to every library it needs, which this machine got wrong.
+	ldd "$STACKMAPCTL" | awk '$3 ~ /^\// { print $3 }' | xargs -r namei -l >&2
+	ls -l /etc/ld.so.cache >&2
+fi
 [ $rc = 77 ] && grep -q "permission denied" "$tmp/err" || fail "nobody, socket 0600: exit $rc: $(cat "$tmp/err")"
 # Past the file mode (CAP_DAC_OVERRIDE), the daemon's own credential check refuses.
 as_nobody --inh-caps=+dac_override --ambient-caps=+dac_override "$STACKMAPCTL" status --json \
