@@ -2,8 +2,9 @@
 /*
  * What the offline segment commands (info, verify, stacks) share: their
  * argument parsing, the words for a segment that cannot be opened, and
- * printing a JSON document built with the JSON writer; and the output
- * files of flamegraph and export, written whole or not at all.
+ * printing a JSON document built with the JSON writer; when a progress
+ * bar is drawn; and the output files of flamegraph and export, written
+ * whole or not at all.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,6 +29,27 @@ int cmd_json_print(struct json_writer *w)
 		return r;
 	printf("%s\n", text);
 	return 0;
+}
+
+void cmd_progress_policy(struct progress *p)
+{
+	const char *e = getenv("STACKMAPCTL_PROGRESS");
+
+	p->delay_usec = USEC_PER_SEC;
+	if (e && streq(e, "never"))
+		p->enabled = false;
+	else if (e && streq(e, "always"))
+		p->delay_usec = 0;
+}
+
+void cmd_progress_init(struct progress *p, const char *label, uint64_t total, bool json)
+{
+	struct stat st;
+	bool to_file = !json && isatty(STDOUT_FILENO) != 1 && fstat(STDOUT_FILENO, &st) == 0 &&
+		       (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode));
+
+	progress_init(p, STDERR_FILENO, label, to_file ? total : 0);
+	cmd_progress_policy(p);
 }
 
 /* Returns 0 (go on), 1 (help printed), -1 (usage error, logged) or -2 (nothing to read). */
@@ -70,17 +92,21 @@ int cmd_segment_each(int argc, char **argv, int (*one)(const char *path, bool js
 {
 	_cleanup_(selection_done) struct selection sel;
 	bool json;
+	struct progress bar;
 	int k, ret = 0;
 
 	selection_init(&sel);
 	k = segment_args(argc, argv, &json, &sel);
 	if (k != 0)
 		return k == 1 ? 0 : k == -1 ? 2 : 1;
+	cmd_progress_init(&bar, argv[0], sel.nr_paths, json);
 	for (size_t i = 0; i < sel.nr_paths; i++) {
 		if (blank_line && !json && i > 0)
 			printf("\n");
 		ret |= one(sel.paths[i], json);
+		progress_update(&bar, i + 1);
 	}
+	progress_done(&bar);
 	return ret;
 }
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "json.h"
+#include "progress.h"
 
 /*
  * Print the finished JSON text of w as one line on stdout and free w's
@@ -25,6 +26,20 @@ struct selection;
  */
 int cmd_segment_each(int argc, char **argv, int (*one)(const char *path, bool json),
 		     bool blank_line);
+
+/*
+ * A progress bar over total units (segments) for a command whose output
+ * streams to stdout while it reads (report, stacks, verify, info): drawn
+ * on stderr when that is a terminal and stdout goes to a file (or
+ * /dev/null), after the first second. Never with --json, never when
+ * stdout is the terminal (the bar would cut through the lines) or a pipe
+ * (its reader may share the terminal). STACKMAPCTL_PROGRESS=never turns
+ * every bar off, =always draws it from the start, also for short reads.
+ */
+void cmd_progress_init(struct progress *p, const char *label, uint64_t total, bool json);
+
+/* The delay before any bar is drawn: a second, or what STACKMAPCTL_PROGRESS says. */
+void cmd_progress_policy(struct progress *p);
 
 /* What a segment_reader_open() error means for a user, or NULL for a plain -errno. Static. */
 const char *cmd_segment_open_error(int r);

@@ -272,7 +272,15 @@ struct report_ctx {
 	bool clock_ns;
 	bool events_only;
 	bool wall;
+	struct progress bar;
 };
+
+static void report_progress(size_t done, void *userdata)
+{
+	struct report_ctx *ctx = userdata;
+
+	progress_update(&ctx->bar, done);
+}
 
 static int report_group(struct selection *sel, size_t g, void *userdata)
 {
@@ -363,9 +371,12 @@ int cmd_report(int argc, char **argv)
 	if (!isatty(STDOUT_FILENO))
 		(void)setvbuf(stdout, NULL, _IOFBF, REPORT_STDOUT_BUFFER);
 	trace_seq_init(&ctx.s);
+	cmd_progress_init(&ctx.bar, "report", sel.nr_paths, false);
 	r = selection_decode(&sel, &(struct selection_run){ .event = report_event,
 							    .group = report_group,
+							    .progress = report_progress,
 							    .userdata = &ctx });
+	progress_done(&ctx.bar);
 	note_unresolved(&sel);
 	trace_seq_destroy(&ctx.s);
 	stack_texts_free();

@@ -206,6 +206,7 @@ int cmd_stacks(int argc, char **argv)
 	};
 	_cleanup_(selection_done) struct selection sel;
 	bool json = false;
+	struct progress bar;
 	int c, r, ret = 0;
 
 	selection_init(&sel);
@@ -234,11 +235,14 @@ int cmd_stacks(int argc, char **argv)
 	r = selection_resolve(&sel, argc - optind, argv + optind);
 	if (r < 0)
 		return selection_resolve_status(r);
+	cmd_progress_init(&bar, "stacks", sel.nr_paths, json);
 	for (size_t i = 0; i < sel.nr_paths; i++) {
 		if (!json && i > 0)
 			printf("\n");
 		ret |= stacks_one(sel.paths[i], json);
+		progress_update(&bar, i + 1);
 	}
+	progress_done(&bar);
 	if (fflush(stdout) != 0) {
 		log_errno(LOG_ERR, -errno, "cannot write the stacks");
 		return 1;

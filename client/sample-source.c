@@ -11,6 +11,7 @@
 
 #include <event-parse.h>
 
+#include "cmd-common.h"
 #include "decode.h"
 #include "log.h"
 #include "progress.h"
@@ -310,7 +311,7 @@ int sample_source_run(struct selection *sel, const struct sample_source_options 
 	}
 	progress_init(&bar, STDERR_FILENO, o->progress_label ?: "",
 		      o->progress_label ? sel->nr_paths : 0);
-	bar.delay_usec = USEC_PER_SEC;	/* only for reads that take a while */
+	cmd_progress_policy(&bar);	/* only for reads that take a while */
 	src.bar = &bar;
 	r = selection_decode(sel, &(struct selection_run){ .event = source_event,
 							   .progress = source_progress,
