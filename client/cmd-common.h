@@ -29,7 +29,7 @@ int cmd_segment_each(int argc, char **argv, int (*one)(const char *path, bool js
 
 /*
  * A progress bar over total units (segments) for a command whose output
- * streams to stdout while it reads (report, stacks, verify, info): drawn
+ * streams to stdout while it reads (report, stacks, verify): drawn
  * on stderr when that is a terminal and stdout goes to a file (or
  * /dev/null), after the first second. Never with --json, never when
  * stdout is the terminal (the bar would cut through the lines) or a pipe
