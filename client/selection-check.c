@@ -27,6 +27,7 @@ struct selection_seen {
 	struct strmap *events;		/* "system:name" of every event type of the segments read */
 	struct strmap *comms;		/* task names of the events read (with --comm) */
 	bool pid_seen;			/* an event of --pid was read */
+	struct strmap *tasks;		/* "PID COMM" of the events read (with --pid) */
 };
 
 void selection_seen_free(struct selection *s)
@@ -35,6 +36,7 @@ void selection_seen_free(struct selection *s)
 		return;
 	strmap_free(s->seen->events);
 	strmap_free(s->seen->comms);
+	strmap_free(s->seen->tasks);
 	free(s->seen);
 	s->seen = NULL;
 }
@@ -97,6 +99,7 @@ void selection_seen_event(struct selection *s, const struct decoded_event *ev, b
 			return;
 		seen->events = strmap_new();
 		seen->comms = strmap_new();
+		seen->tasks = strmap_new();
 	}
 	seen->matched += passed;
 	if (seen->matched)
@@ -107,6 +110,14 @@ void selection_seen_event(struct selection *s, const struct decoded_event *ev, b
 		return;
 	pid = tep_data_pid(ev->tep, ev->record);
 	seen->pid_seen |= pid == s->pid;
+	if (s->pid >= 0 && seen->tasks) {
+		const char *comm = tep_data_comm_from_pid(ev->tep, pid);
+		char task[64];
+		int len = snprintf(task, sizeof(task), "%d %s", pid, comm ?: "<...>");
+
+		if (len > 0)
+			(void)strmap_intern(seen->tasks, task, MIN((size_t)len, sizeof(task) - 1), &idx);
+	}
 	if (s->comm && seen->comms) {
 		const char *comm = tep_data_comm_from_pid(ev->tep, pid);
 
@@ -171,6 +182,68 @@ static void not_held(const char *option, const char *what, struct strmap *m, boo
 			kind, list);
 }
 
+static int task_cmp(const void *a, const void *b)
+{
+	long x = strtol(*(const char *const *)a, NULL, 10), y = strtol(*(const char *const *)b, NULL, 10);
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Log that no event of pid was read, naming the tasks that were ("PID
+ * (COMM)", by pid) and the pid closest to a typo of it.
+ */
+static void pid_not_held(long pid, struct strmap *tasks)
+{
+	_cleanup_free_ const char **names = NULL, **pids = NULL;
+	_cleanup_free_ char *list = NULL, *keys = NULL;
+	char want[24];
+	const char *close;
+	size_t n = 0, len = 0;
+	FILE *f;
+
+	names = names_of(tasks, false, &n);
+	if (!names || !n) {
+		log_err("--pid %ld: no event of that task in the selection", pid);
+		return;
+	}
+	qsort(names, n, sizeof(*names), task_cmp);
+	/* the pids alone, for the closest: each name's text up to its space */
+	pids = calloc(n, sizeof(*pids));
+	keys = calloc(n, 24);
+	if (!pids || !keys)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		(void)snprintf(keys + i * 24, 24, "%ld", strtol(names[i], NULL, 10));
+		pids[i] = keys + i * 24;
+	}
+	(void)snprintf(want, sizeof(want), "%ld", pid);
+	close = suggest_closest(want, pids, n);
+	f = open_memstream(&list, &len);
+	if (!f)
+		return;
+	for (size_t i = 0; i < n && i < 20; i++) {
+		const char *comm = strchr(names[i], ' ');
+
+		fprintf(f, "%s%s (%s)", i ? ", " : "", pids[i], comm ? comm + 1 : "");
+	}
+	if (n > 20)
+		fprintf(f, ", ... (%zu in all)", n);
+	if (fclose(f) != 0)
+		return;
+	if (close) {
+		const char *comm = "";
+
+		for (size_t i = 0; i < n; i++)
+			if (pids[i] == close || streq(pids[i], close))
+				comm = strchr(names[i], ' ') ? strchr(names[i], ' ') + 1 : "";
+		log_err("--pid %ld: no event of that task in the selection; did you mean %s (%s)? "
+			"It holds: %s", pid, close, comm, list);
+	} else {
+		log_err("--pid %ld: no event of that task in the selection. It holds: %s", pid, list);
+	}
+}
+
 /* Whether the event filter names one of the types read (as event_matches() would). */
 static bool event_held(struct strmap *m, const char *filter)
 {
@@ -209,7 +282,7 @@ int selection_verdict(struct selection *s, int ret)
 		return 2;
 	}
 	if (seen && s->pid >= 0 && !seen->pid_seen) {
-		log_err("--pid %ld: no event of that task in the selection", s->pid);
+		pid_not_held(s->pid, seen->tasks);
 		return 2;
 	}
 	if (!s->quiet_unfinished)

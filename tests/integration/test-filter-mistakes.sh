@@ -45,6 +45,22 @@ for cmd in report top folded "flamegraph -o $tmp/out" "export --format pprof -o 
 	expect_mistake "comm smlaod: .*did you mean 'smload'" "$@" --comm smlaod "$tmp/seg"
 	expect_mistake "pid 99999999: no event" "$@" --pid 99999999 "$tmp/seg"
 done
+# a pid one digit off one of smload's (which is not another task's): a
+# task with a pid that close is named, and smload among those held
+pid=$("$STACKMAPCTL" report "$tmp/seg" | sed -nE 's/^ *smload-([0-9]+) .*/\1/p' | sort -n | tail -n 1)
+[ -n "$pid" ] || fail "no event of smload in the recording"
+"$STACKMAPCTL" report "$tmp/seg" | sed -nE 's/^ *[^ ]+-([0-9]+) +\[.*/\1/p' | sort -u > "$tmp/pids"
+typo=
+for d in 0 1 2 3 4 5 6 7 8 9; do
+	t=${pid%?}$d
+	grep -qx "$t" "$tmp/pids" || { typo=$t; break; }
+done
+[ -n "$typo" ] || fail "no pid one digit off $pid is free"
+for cmd in report top; do
+	expect_mistake "pid $typo: no event .*did you mean [0-9]+ \([^)]+\)\? It holds: .*$pid \(smload\)" \
+		"$cmd" --pid "$typo" "$tmp/seg"
+done
+
 # a wall-clock window reversed
 expect_mistake 'is after --until' report --since -1min --until -2min "$tmp/seg"
 
