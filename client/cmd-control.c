@@ -24,6 +24,7 @@
 #include "log.h"
 
 #define TIMEOUT_SEC 10
+#define FLUSH_TIMEOUT_SEC 2	/* top --follow waits no longer than that for a flush */
 #define TIMEOUT_SNAPSHOT_SEC 60		/* every CPU's buffer is flushed first */
 #define BUSY_RETRY_MSEC 100
 
@@ -613,6 +614,23 @@ static void print_fields(const struct json_value *v)
 			putchar('\n');
 		print_table(l.tables[i]);
 	}
+}
+
+int ctl_flush_quietly(const char *config)
+{
+	struct options o = { .timeout_sec = FLUSH_TIMEOUT_SEC, .config = config };
+	struct reply rep = { 0 };
+	int level = log_get_max_level(), r;
+
+	/* a reader of a copy, or without the right to ask, reads what is there */
+	log_set_max_level(-1);
+	r = transact(&o, "flush", NULL, now_usec(CLOCK_MONOTONIC) + FLUSH_TIMEOUT_SEC * USEC_PER_SEC,
+		     &rep);
+	log_set_max_level(level);
+	if (r == 0 && !json_get_bool(rep.v, "ok", false))
+		r = 1;
+	reply_done(&rep);
+	return r == 0 ? 0 : -EAGAIN;
 }
 
 /* ---- commands ---- */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "commands-export.h"
+#include "commands.h"
 #include "log.h"
 #include "sample-source.h"
 #include "selection.h"
@@ -237,6 +238,8 @@ static int top_follow(int argc, char **argv, const struct top_args *a)
 		(void)snprintf(heading, sizeof(heading), "%s# %02d:%02d:%02d, last %lu s\n",
 			       redraw ? "\033[H\033[2J" : a->json ? "" : "\n", tm.tm_hour, tm.tm_min,
 			       tm.tm_sec, a->window);
+		/* the live segment up to now, not up to the daemon's last periodic flush */
+		(void)ctl_flush_quietly(sel.config);
 		if (selection_resolve(&sel, argc - a->first, argv + a->first) < 0)
 			printf("%s(nothing recorded in the window)\n", heading);
 		else if (top_once(&sel, a, heading) < 0)

@@ -22,6 +22,13 @@ int cmd_rotate(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
+/*
+ * Ask the daemon (the socket of $STACKMAPD_SOCKET, else of config, else
+ * the default) to hand what its readers hold to the live segment, and wait
+ * for it, at most two seconds. Says nothing: 0 when it did, -EAGAIN when
+ * no daemon answered or it refused.
+ */
+int ctl_flush_quietly(const char *config);
 
 /* config: client/cmd-bootcmdline.c */
 int cmd_boot_cmdline(int argc, char **argv);

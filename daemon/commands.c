@@ -289,6 +289,15 @@ int commands_request(void *userdata, struct ctl_request *req, const char *comman
 			return ctl_reply_error(req, r, "%s: %s", command, READER_LOST);
 		return r;
 	}
+	if (streq(command, "flush")) {
+		r = recorder_flush(c->rec, reply_path, req);
+		if (r == -ESRCH)
+			return ctl_reply_error(req, r, "flush: %s", READER_LOST);
+		if (r == -EOPNOTSUPP)
+			return ctl_reply_error(req, r, "flush: refused in flight mode, it would empty "
+					       "the buffer that holds the recording");
+		return r;
+	}
 	if (streq(command, "reset")) {
 		struct reset_reply *rr = calloc(1, sizeof(*rr));
 

@@ -484,6 +484,25 @@ int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdat
 	return 0;
 }
 
+static void done_after_flush(struct recorder *rec, struct flush_op *op)
+{
+	if (op->done)
+		op->done(op->userdata, recorder_readers_lost(rec) ? -ESRCH : 0, NULL);
+}
+
+int recorder_flush(struct recorder *rec, recorder_done_fn done, void *userdata)
+{
+	if (rec->state != RECORDER_RECORDING)
+		return -EAGAIN;
+	if (recorder_readers_lost(rec))
+		return -ESRCH;
+	if (recorder_flight(rec))
+		return -EOPNOTSUPP;
+	if (!recorder_flush_all(rec, NULL, done_after_flush, done, userdata))
+		return -ENOMEM;
+	return 0;
+}
+
 struct reset_wait {
 	struct recorder *rec;
 	recorder_done_fn done;

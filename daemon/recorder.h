@@ -112,6 +112,15 @@ typedef void (*recorder_done_fn)(void *userdata, int r, const char *path);
  */
 int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdata);
 
+/*
+ * Flush every CPU into the segment being written, without finishing it
+ * (the "flush" request: a reader of the live segment, top --follow, then
+ * sees the last moment). done() gets NULL for the path. Returns 0 (done
+ * will be called), -EOPNOTSUPP in flight mode (reading the buffer would
+ * empty the recording) or -errno.
+ */
+int recorder_flush(struct recorder *rec, recorder_done_fn done, void *userdata);
+
 /* Start a new kernel stack-map generation now; done() gets NULL path. -EOPNOTSUPP without stackmap. */
 int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata);
 

@@ -6,7 +6,8 @@
 # table is refreshed once per interval and --iterations ends it. (That a
 # segment of another boot keeps its addresses: tests/unit/test-decode.c.)
 # Its events have wall-clock time long before the first periodic flush:
-# the daemon reads its opening clock marker back right away.
+# the daemon reads its opening clock marker back right away. And a refresh
+# holds what was recorded up to it: top --follow asks the daemon to flush.
 . "$top_srcdir/tests/lib.sh"
 
 need_tracefs
@@ -61,7 +62,33 @@ list_segments "$tmp/archive"
 [ ${#segs[@]} = 0 ] && [ ${#parts[@]} = 1 ] ||
 	fail "expected only the segment being written, got: ${segs[*]} ${parts[*]}"
 kill "$BG_PID"
+wait "$BG_PID" 2>/dev/null
 stop_daemon_ok "$tmp/daemon.log"
+
+# A refresh holds everything recorded up to it, not what the daemon's last
+# periodic flush (an hour) wrote out: with frames of 16 MiB nothing of a
+# short burst reaches the file before that, unless top --follow asks the
+# daemon (found through -c) to flush. It then counts at least as many
+# events as the finished segment holds up to the second before it (the
+# machine's other tasks add a few more).
+sed -i 's/^max_size = 0$/&\nframe_size = 16M/' "$tmp/stackmapd.conf"
+rm -rf "$tmp/archive"
+start_daemon "$tmp/stackmapd.conf" "$tmp/daemon2.log"
+load_events() { sed -nE 's/^# kmem_cache_alloc: ([0-9]+) .*/\1/p' "$1" | head -n 1; }
+"$SMLOAD" -q -j 1 -n 300 || fail "the load failed"
+sleep 1.1
+until=$(date '+%Y-%m-%d %H:%M:%S')
+"$STACKMAPCTL" top --follow --window 600 --iterations 1 -c "$tmp/stackmapd.conf" \
+	> "$tmp/live.txt" 2> "$tmp/top.err" || fail "top --follow failed: $(cat "$tmp/top.err")"
+STACKMAPD_SOCKET=$tmp/control "$STACKMAPCTL" snapshot > /dev/null || fail "snapshot failed"
+"$STACKMAPCTL" top --since -600s --until "$until" "$tmp/archive" > "$tmp/done.txt" ||
+	fail "top of the finished segment failed"
+live=$(load_events "$tmp/live.txt") done=$(load_events "$tmp/done.txt")
+[ -n "$done" ] || fail "no event count: $(head -3 "$tmp/done.txt")"
+[ "${live:-0}" -ge "$done" ] ||
+	fail "the live refresh counted ${live:-0} events, the finished segment $done up to the second before it"
+note "live refresh: $live events; the finished segment up to the second before it: $done"
+stop_daemon_ok "$tmp/daemon2.log"
 
 # three refreshes, each with the hottest stacks (the load's), by function name
 blocks=$(grep -Ec '^# [0-9]{2}:[0-9]{2}:[0-9]{2}, last 60 s$' "$tmp/top.txt")
