@@ -269,12 +269,30 @@ drained() {
 # left out: those of other tests and tools (sm*_), and any that exists
 # before or after it is read; not this test's own (new_instance_name),
 # which must be gone when it compares.
+# The buffer's size is compared in ring-buffer pages: the kernel reports
+# the size first asked for ("1408", or "7 (expanded: 1408)" before the
+# buffer is first used: its size once tracing starts, which any tracing
+# does), and after a resize what the pages hold (1410 for the same 354
+# pages), so a size put back exactly reads differently.
+buffer_pages() {
+	local kb sub
+	kb=$(cat "$TRACEFS/buffer_size_kb") || return 0
+	kb=${kb##*expanded: }
+	kb=${kb%)}
+	sub=$(cat "$TRACEFS/buffer_subbuf_size_kb" 2>/dev/null || echo 4)
+	# a page's data: the sub-buffer less its 16-byte header
+	awk -v kb="$kb" -v sb="$sub" 'BEGIN {
+		if (kb !~ /^[0-9]+$/) { print "buffer_size_kb " kb; exit }
+		d = sb * 1024 - 16; printf "buffer pages %d\n", int((kb * 1024 + d - 1) / d) }'
+}
+
 tracefs_state() {
 	local others s own="smtest_${TEST_NAME//-/_}_$$_"
 	others=$(ls "$TRACEFS/instances")
 	s=$({
-		cat "$TRACEFS/current_tracer" "$TRACEFS/tracing_on" "$TRACEFS/buffer_size_kb" \
-			"$TRACEFS/trace_clock" "$TRACEFS/trace_options" "$TRACEFS/set_event"
+		cat "$TRACEFS/current_tracer" "$TRACEFS/tracing_on"
+		buffer_pages
+		cat "$TRACEFS/trace_clock" "$TRACEFS/trace_options" "$TRACEFS/set_event"
 		ls "$TRACEFS/instances" | grep -Ev '^sm[a-z]*_' || true
 		ls "$TRACEFS/instances" | grep "^$own" || true
 		# a trigger file lists its triggers, else only comments
