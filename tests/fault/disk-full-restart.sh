@@ -16,14 +16,7 @@ arch=$ftmp/small
 mkdir "$arch"
 mount -t tmpfs -o size=6M,mode=0750 tmpfs "$arch" || skip "cannot mount a tmpfs"
 at_exit "umount -l '$arch'"
-printf '#!/bin/sh\necho "$1" >> "%s"\n' "$ftmp/hooked" > "$ftmp/hook"
-chmod 755 "$ftmp/hook"
-fault_conf "$ftmp/c.conf" "$arch" archive.segment_size=1M archive.hook="$ftmp/hook"
-start_recording "$ftmp/c.conf" "$ftmp/d1.log"
-start_load 1
-seg_bytes() { find "$arch" -name '*.smseg*' -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
-written_more_than() { [ "$(seg_bytes)" -gt "$1" ]; }
-wait_until 30 written_more_than 100000 || fail "nothing written in 30 s"
+record_hooked "$arch" "$arch" "$ftmp/d1.log" archive.segment_size=1M
 dd if=/dev/zero of="$arch/.filler" bs=64K status=none 2>/dev/null
 in_outage() { [ "$(write_dropped)" -gt 0 ] 2>/dev/null; }
 wait_until 20 in_outage || { cat "$ftmp/d1.log"; fail "no outage on a full disk"; }

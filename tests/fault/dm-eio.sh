@@ -49,16 +49,8 @@ at_exit "umount -l '$mnt'"
 at_exit "dmsetup suspend $dm; dmsetup load $dm --table '0 $sectors linear $loop 0'; dmsetup resume $dm"
 
 arch=$mnt/archive
-printf '#!/bin/sh\necho "$1" >> "%s"\n' "$ftmp/hooked" > "$ftmp/hook"
-chmod 755 "$ftmp/hook"
-fault_conf "$ftmp/c.conf" "$arch" archive.segment_size=64M archive.segment_age=0 \
-	archive.hook="$ftmp/hook"
 log=$ftmp/d.log
-start_recording "$ftmp/c.conf" "$log"
-start_load 1
-seg_bytes() { find "$arch" -name '*.smseg*' -printf '%s\n' 2> /dev/null | awk '{ n += $1 } END { print n + 0 }'; }
-written_more_than() { [ "$(seg_bytes)" -gt "$1" ]; }
-wait_until 30 written_more_than 100000 || fail "nothing written in 30 s"
+record_hooked "$arch" "$arch" "$log" archive.segment_size=64M archive.segment_age=0
 for round in $(seq 1 "$rounds"); do
 	d0=$(write_dropped)
 	table error

@@ -29,16 +29,8 @@ at_exit "umount -l '$mnt'"
 mounted() { mountpoint -q "$mnt"; }
 wait_until 20 mounted || { cat "$ftmp/eiofs.log"; skip "cannot mount a FUSE file system"; }
 arch=$mnt/archive
-printf '#!/bin/sh\necho "$1" >> "%s"\n' "$ftmp/hooked" > "$ftmp/hook"
-chmod 755 "$ftmp/hook"
-fault_conf "$ftmp/c.conf" "$arch" archive.segment_size=64M archive.segment_age=0 \
-	archive.hook="$ftmp/hook"
 log=$ftmp/d.log
-start_recording "$ftmp/c.conf" "$log"
-start_load 1
-seg_bytes() { find "$back/archive" -name '*.smseg*' -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
-written_more_than() { [ "$(seg_bytes)" -gt "$1" ]; }
-wait_until 30 written_more_than 100000 || fail "nothing written in 30 s"
+record_hooked "$arch" "$back/archive" "$log" archive.segment_size=64M archive.segment_age=0
 first=$(find "$back/archive" -name '*.smseg.part' -printf '%f\n')
 
 # the device fails

@@ -71,6 +71,27 @@ start_recording() {
 	wait_for_log "$2" 'recording [0-9]+ CPUs' 30 || { cat "$2"; fail "${3:-}daemon did not start"; }
 }
 
+# record_hooked ARCH DIR LOG [KEY=VALUE...]: the daemon records into ARCH
+# (config $ftmp/c.conf, log LOG) with a hook that lists every segment it
+# is handed in $ftmp/hooked, under load, until the segments seen under DIR
+# (ARCH itself, or where a FUSE archive keeps its files) hold 100 kB.
+# seg_bytes and written_more_than N then measure DIR.
+record_hooked() {
+	local arch=$1 log=$3
+	SEG_DIR=$2
+	shift 3
+	printf '#!/bin/sh\necho "$1" >> "%s"\n' "$ftmp/hooked" > "$ftmp/hook"
+	chmod 755 "$ftmp/hook"
+	fault_conf "$ftmp/c.conf" "$arch" archive.hook="$ftmp/hook" "$@"
+	start_recording "$ftmp/c.conf" "$log"
+	start_load 1
+	wait_until 30 written_more_than 100000 || fail "nothing written in 30 s"
+}
+seg_bytes() {
+	find "$SEG_DIR" -name '*.smseg*' -printf '%s\n' 2> /dev/null | awk '{ n += $1 } END { print n + 0 }'
+}
+written_more_than() { [ "$(seg_bytes)" -gt "$1" ]; }
+
 # status_field KEY: the first numeric value of "KEY" in `status --json`.
 status_field() {
 	ctl status --json 2>/dev/null | grep -o "\"$1\": *[0-9.]*" | head -n 1 | sed 's/.*: *//'
