@@ -306,8 +306,10 @@ static void publish_markers(struct cpu_reader *r)
 	if (!r->tc.nr_markers)
 		return;
 	pthread_mutex_lock(&r->req_lock);
-	for (unsigned i = 0; i < r->tc.nr_markers && r->nr_markers < ARRAY_SIZE(r->markers); i++)
-		r->markers[r->nr_markers++] = r->tc.markers[i];
+	for (unsigned i = 0; i < r->tc.nr_markers && r->nr_markers < ARRAY_SIZE(r->markers); i++) {
+		r->markers[r->nr_markers] = r->tc.markers[i];
+		r->markers[r->nr_markers++].cpu = (uint32_t)r->p.cpu;
+	}
 	pthread_mutex_unlock(&r->req_lock);
 	r->tc.nr_markers = 0;
 	signal_fd(r->p.notify_fd);

@@ -146,11 +146,9 @@ static void take_markers(struct recorder *rec)
 		size_t n;
 
 		while ((n = cpu_reader_take_markers(rec->readers[i], m, ARRAY_SIZE(m))) > 0)
-			for (size_t k = 0; k < n; k++) {
-				m[k].cpu = (uint32_t)cpu_reader_cpu(rec->readers[i]);
+			for (size_t k = 0; k < n; k++)
 				if (!recorder_clock_marker(rec, &m[k]) && rec->gens)
 					generations_marker(rec->gens, &m[k]);
-			}
 	}
 }
 

@@ -85,7 +85,7 @@ struct page_summary {
 #define TRANSCODER_MAX_MARKERS 16
 struct page_marker {
 	uint64_t ts;
-	uint32_t cpu;		/* whose buffer held it: set by the recorder */
+	uint32_t cpu;		/* whose buffer held it: set by the CPU reader */
 	char text[96];
 };
 
