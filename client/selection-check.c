@@ -27,7 +27,7 @@ struct selection_seen {
 	struct strmap *events;		/* "system:name" of every event type of the segments read */
 	struct strmap *comms;		/* task names of the events read (with --comm) */
 	bool pid_seen;			/* an event of --pid was read */
-	struct strmap *tasks;		/* "PID COMM" of the events read (with --pid) */
+	struct strmap *tasks;		/* "PID (COMM)" of the events read (with --pid) */
 };
 
 void selection_seen_free(struct selection *s)
@@ -90,6 +90,7 @@ static int take_events(struct selection_seen *seen, const struct decoded_event *
 void selection_seen_event(struct selection *s, const struct decoded_event *ev, bool passed)
 {
 	struct selection_seen *seen = s->seen;
+	const char *comm;
 	int pid;
 	size_t idx;
 
@@ -110,20 +111,16 @@ void selection_seen_event(struct selection *s, const struct decoded_event *ev, b
 		return;
 	pid = tep_data_pid(ev->tep, ev->record);
 	seen->pid_seen |= pid == s->pid;
+	comm = tep_data_comm_from_pid(ev->tep, pid);
 	if (s->pid >= 0 && seen->tasks) {
-		const char *comm = tep_data_comm_from_pid(ev->tep, pid);
 		char task[64];
-		int len = snprintf(task, sizeof(task), "%d %s", pid, comm ?: "<...>");
+		int len = snprintf(task, sizeof(task), "%d (%s)", pid, comm ?: "<...>");
 
 		if (len > 0)
 			(void)strmap_intern(seen->tasks, task, MIN((size_t)len, sizeof(task) - 1), &idx);
 	}
-	if (s->comm && seen->comms) {
-		const char *comm = tep_data_comm_from_pid(ev->tep, pid);
-
-		if (comm)
-			(void)strmap_intern(seen->comms, comm, strlen(comm), &idx);
-	}
+	if (s->comm && seen->comms && comm)
+		(void)strmap_intern(seen->comms, comm, strlen(comm), &idx);
 }
 
 /* The names of m (borrowed), with only what follows ':' when short. */
@@ -191,15 +188,15 @@ static int task_cmp(const void *a, const void *b)
 
 /*
  * Log that no event of pid was read, naming the tasks that were ("PID
- * (COMM)", by pid) and the pid closest to a typo of it.
+ * (COMM)", by pid) and the one whose pid is closest to a typo of it.
  */
 static void pid_not_held(long pid, struct strmap *tasks)
 {
 	_cleanup_free_ const char **names = NULL, **pids = NULL;
-	_cleanup_free_ char *list = NULL, *keys = NULL;
+	_cleanup_free_ char *list = NULL, *digits = NULL;
 	char want[24];
 	const char *close;
-	size_t n = 0, len = 0;
+	size_t n = 0, len = 0, at = 0;
 	FILE *f;
 
 	names = names_of(tasks, false, &n);
@@ -208,40 +205,35 @@ static void pid_not_held(long pid, struct strmap *tasks)
 		return;
 	}
 	qsort(names, n, sizeof(*names), task_cmp);
-	/* the pids alone, for the closest: each name's text up to its space */
+	/* the pids alone, for the closest: each name up to its space */
 	pids = calloc(n, sizeof(*pids));
-	keys = calloc(n, 24);
-	if (!pids || !keys)
+	digits = calloc(n, sizeof(want));
+	if (!pids || !digits)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		(void)snprintf(keys + i * 24, 24, "%ld", strtol(names[i], NULL, 10));
-		pids[i] = keys + i * 24;
+		pids[i] = digits + i * sizeof(want);
+		(void)snprintf(digits + i * sizeof(want), sizeof(want), "%.*s",
+			       (int)strcspn(names[i], " "), names[i]);
 	}
 	(void)snprintf(want, sizeof(want), "%ld", pid);
 	close = suggest_closest(want, pids, n);
 	f = open_memstream(&list, &len);
 	if (!f)
 		return;
-	for (size_t i = 0; i < n && i < 20; i++) {
-		const char *comm = strchr(names[i], ' ');
-
-		fprintf(f, "%s%s (%s)", i ? ", " : "", pids[i], comm ? comm + 1 : "");
-	}
+	for (size_t i = 0; i < n && i < 20; i++)
+		fprintf(f, "%s%s", i ? ", " : "", names[i]);
 	if (n > 20)
 		fprintf(f, ", ... (%zu in all)", n);
 	if (fclose(f) != 0)
 		return;
-	if (close) {
-		const char *comm = "";
-
-		for (size_t i = 0; i < n; i++)
-			if (pids[i] == close || streq(pids[i], close))
-				comm = strchr(names[i], ' ') ? strchr(names[i], ' ') + 1 : "";
-		log_err("--pid %ld: no event of that task in the selection; did you mean %s (%s)? "
-			"It holds: %s", pid, close, comm, list);
-	} else {
+	if (!close) {
 		log_err("--pid %ld: no event of that task in the selection. It holds: %s", pid, list);
+		return;
 	}
+	while (pids[at] != close)	/* borrowed from pids: one of them */
+		at++;
+	log_err("--pid %ld: no event of that task in the selection; did you mean %s? It holds: %s",
+		pid, names[at], list);
 }
 
 /* Whether the event filter names one of the types read (as event_matches() would). */
