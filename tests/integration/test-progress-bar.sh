@@ -10,9 +10,7 @@
 need_tracefs
 need_cmd python3
 : "${MKSEG:=$top_builddir/tests/integration/mkseg}"
-for b in "$MKSEG" "$STACKMAPCTL" "$SMLOAD"; do
-	[ -x "$b" ] || skip "$b is not built"
-done
+need_built "$MKSEG" "$STACKMAPCTL" "$SMLOAD"
 
 tmp=$(mktmp)
 inst=$(new_instance_name)
