@@ -6,7 +6,8 @@
  * segment may borrow /proc/kallsyms, but only when it was recorded in the
  * current boot (its META boot_id is /proc/sys/kernel/random/boot_id):
  * after a reboot, KASLR and other modules place everything elsewhere, and
- * its addresses stay numbers. Both files are read once per process.
+ * its addresses stay numbers. Each file is read at most once per process,
+ * kallsyms only when a segment of this boot asks for it.
  */
 #include <pthread.h>
 #include <string.h>
@@ -17,24 +18,30 @@
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *boot_id_path = "/proc/sys/kernel/random/boot_id";
 static const char *kallsyms_path = "/proc/kallsyms";
-static bool live_tried;
+static bool boot_tried, syms_tried;
 static char *live_boot;			/* this boot's id, NULL if unknown */
 static struct ksyms *live;		/* NULL if unreadable or hidden (kptr_restrict) */
 
 static void forget(void)
 {
-	live_tried = false;
+	boot_tried = syms_tried = false;
 	free(live_boot);
 	live_boot = NULL;
 	live = ksyms_free(live);
 }
 
-static void load(void)
+static void load_boot(void)
 {
-	live_tried = true;
+	boot_tried = true;
 	if (read_file(boot_id_path, &live_boot, NULL) < 0)
 		return;
 	live_boot[strcspn(live_boot, "\r\n")] = '\0';	/* the file ends its line, META does not */
+}
+
+/* Only for a segment of this boot: reading kallsyms costs tens of milliseconds. */
+static void load_syms(void)
+{
+	syms_tried = true;
 	if (ksyms_load(kallsyms_path, &live) < 0 || !ksyms_usable(live))
 		live = ksyms_free(live);
 }
@@ -46,10 +53,13 @@ const struct ksyms *ksyms_live_for_boot(const char *boot_id)
 	if (!boot_id || !*boot_id)
 		return NULL;
 	(void)pthread_mutex_lock(&live_lock);
-	if (!live_tried)
-		load();
-	if (live && live_boot && streq(live_boot, boot_id))
+	if (!boot_tried)
+		load_boot();
+	if (live_boot && streq(live_boot, boot_id)) {
+		if (!syms_tried)
+			load_syms();
 		ks = live;
+	}
 	(void)pthread_mutex_unlock(&live_lock);
 	return ks;
 }
