@@ -7,8 +7,8 @@
  * lengths, CRCs and sequence number and the footer CRC, so that the
  * mutated content reaches the parsers behind the CRC checks. It also
  * repeats records (up to 256 copies: FILE, CLOCK, GENERATION, STACKS or
- * frames), pads a compressed payload with zeros up to 16 MiB (what it
- * holds then costs a reader MiBs), deletes records, and changes a
+ * frames), pads a compressed payload with zeros (4 KiB to 16 MiB, most
+ * of them small: what it holds then costs a reader MiBs), deletes records, and changes a
  * header's type, cpu or COLUMNS flag.
  */
 #ifndef STACKMAPD_FUZZ_SEGMUT_H
@@ -251,6 +251,16 @@ static void segmut_header(uint8_t *d, size_t len, unsigned k, unsigned seed)
 	}
 }
 
+/*
+ * How far op 8 pads: every padded byte costs a reader time and memory, so
+ * most pads stay small and a large one comes one time in eight; repeats
+ * (op 4, 5) multiply them up to the budget.
+ */
+static size_t segmut_pad_size(unsigned r)
+{
+	return r % 8 ? (size_t)1 << (12 + r / 8 % 6) : (size_t)1 << (18 + r / 8 % 7);
+}
+
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
 {
 	unsigned n = segmut_fix(data, size);
@@ -260,8 +270,8 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
 		size = LLVMFuzzerMutate(data, size, max_size);
 	else if (op <= 3)
 		size = segmut_record(data, size, max_size, arg % n, 0);
-	else if (op == 8)	/* 4 KiB to 16 MiB */
-		size = segmut_record(data, size, max_size, arg % n, (size_t)1 << (12 + arg / 61 % 13));
+	else if (op == 8)	/* 4 to 128 KiB; one time in eight 256 KiB to 16 MiB */
+		size = segmut_record(data, size, max_size, arg % n, segmut_pad_size(arg / 61));
 	else if (op == 4 || op == 5)
 		size = segmut_repeat(data, size, max_size, arg % n, (arg / 61) % n, arg / 3721);
 	else if (op == 6)
