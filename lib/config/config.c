@@ -508,6 +508,7 @@ int config_init(struct config *c)
 		.reset_guard_usec = 1 * MSEC,
 		.reset_realtime = true,
 		.compression_level = 1,
+		.stack_time = CONFIG_STACK_TIME_EVENT,
 		.frame_size = 256 * KB,
 		.segment_size = 64 * MB,
 		.segment_age_usec = HOUR,
