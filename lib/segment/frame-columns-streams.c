@@ -452,17 +452,41 @@ static uint64_t tpl_hash(const uint8_t *frame, const struct fc_format *f, const 
 	return h;
 }
 
-static bool tpl_equal(const uint8_t *frame, const struct fc_format *f, const struct fc_tpl *t,
-		      const struct fc_ent *e, uint64_t h)
+/*
+ * Whether n bytes at a and b are equal. A last partial word is read as the
+ * 8 bytes that end at a + n and b + n, as hash_more() does: the ranges
+ * compared are payload bytes, which follow a page and an event header.
+ * Template ranges are a few words long, shorter than memcmp's set-up.
+ */
+static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	uint64_t x, y;
+
+	for (; n >= 8; a += 8, b += 8, n -= 8) {
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		if (x != y)
+			return false;
+	}
+	if (!n)
+		return true;
+	memcpy(&x, a + n - 8, 8);
+	memcpy(&y, b + n - 8, 8);
+	return (x ^ y) >> (64 - 8 * n) == 0;
+}
+
+/* Whether event e has template t (the hash aside). */
+static bool tpl_same(const uint8_t *frame, const struct fc_format *f, const struct fc_tpl *t,
+		     const struct fc_ent *e)
 {
 	const uint8_t *a = frame + t->first, *b = frame + e->off;
 
-	if (t->hash != h || t->k != e->k || t->type_len != e->type_len || t->arr != e->arr)
+	if (t->k != e->k || t->type_len != e->type_len || t->arr != e->arr)
 		return false;
 	for (unsigned int i = 0; i < f->nr_rng; i++)
-		if (memcmp(a + f->rng[i].off, b + f->rng[i].off, f->rng[i].len))
+		if (!bytes_equal(a + f->rng[i].off, b + f->rng[i].off, f->rng[i].len))
 			return false;
-	return !f->tail_tpl || !memcmp(a + f->fixed, b + f->fixed, e->dlen - f->fixed);
+	return !f->tail_tpl || bytes_equal(a + f->fixed, b + f->fixed, e->dlen - f->fixed);
 }
 
 /* Append a new template's code, type, length code and template bytes. */
@@ -533,19 +557,24 @@ int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame)
 		}
 		en = &ents[e++];
 		f = fc->types[en->k].fmt;
-		h = tpl_hash(frame, f, en);
-		hashtab_foreach_candidate(s, &fc->tslots, h)
-			if (tpl_equal(frame, f, &tpls[s->val - 1], en, h)) {
-				idx = (uint32_t)s->val - 1;
-				break;
-			}
+		/* most events have the template that followed the previous one's last time */
+		if (prev != UINT32_MAX && tpls[prev].succ &&
+		    tpl_same(frame, f, &tpls[tpls[prev].succ - 1], en)) {
+			idx = tpls[prev].succ - 1;
+			code->data[code->len++] = FC_C_NEXT;
+		} else {
+			h = tpl_hash(frame, f, en);
+			hashtab_foreach_candidate(s, &fc->tslots, h)
+				if (tpls[s->val - 1].hash == h && tpl_same(frame, f, &tpls[s->val - 1], en)) {
+					idx = (uint32_t)s->val - 1;
+					break;
+				}
+			if (idx != UINT32_MAX)
+				fc_vput(code, FC_C_TPL + (uint64_t)idx);
+		}
 		if (idx != UINT32_MAX) {
 			en->prev = tpls[idx].last;
 			en->has_base = fc_pair_base(&tpls[idx].pair, prev, &en->base);
-			if (prev != UINT32_MAX && tpls[prev].succ == idx + 1)
-				code->data[code->len++] = FC_C_NEXT;
-			else
-				fc_vput(code, FC_C_TPL + (uint64_t)idx);
 		} else {
 			idx = nr++;
 			r = hashtab_add(&fc->tslots, h, idx + 1);
