@@ -93,6 +93,7 @@ struct info {
 	uint64_t bad_index_off;		/* of a malformed INDEX record; 0: none */
 	struct note *notes;
 	size_t n_notes;
+	uint64_t notes_left_out;	/* beyond SEGMENT_MAX_NOTES */
 };
 
 static void info_done(struct info *in)
@@ -199,6 +200,38 @@ static int count_stack(const struct stack_entry *e, void *userdata)
 	return 0;
 }
 
+/*
+ * A NOTE, as much of it as a writer writes (SEGMENT_MAX_NOTE): a hostile
+ * file's 8 MiB note was 50 MB of JSON escapes. Beyond SEGMENT_MAX_NOTES
+ * notes, only their number is kept.
+ */
+static int keep_note(struct info *in, const void *data, size_t len)
+{
+	size_t keep = MIN(len, (size_t)SEGMENT_MAX_NOTE), cap = keep + 64;
+	struct note *n;
+
+	if (in->n_notes == SEGMENT_MAX_NOTES) {
+		in->notes_left_out++;
+		return 0;
+	}
+	n = realloc(in->notes, (in->n_notes + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	in->notes = n;
+	n = &in->notes[in->n_notes];
+	n->text = malloc(cap);
+	if (!n->text)
+		return -ENOMEM;
+	memcpy(n->text, data, keep);
+	n->len = keep;
+	if (len > keep)
+		n->len += (size_t)snprintf(n->text + keep, cap - keep, " [%zu more bytes not shown]",
+					   len - keep);
+	n->text[n->len] = '\0';
+	in->n_notes++;
+	return 0;
+}
+
 static int info_record(struct info *in, const struct segment_record *rec)
 {
 	struct cpu_stat *c;
@@ -260,22 +293,8 @@ static int info_record(struct info *in, const struct segment_record *rec)
 		else if (k < 0)
 			return k;
 		return 0;
-	case SEGMENT_REC_NOTE: {
-		struct note *n = realloc(in->notes, (in->n_notes + 1) * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		in->notes = n;
-		n = &in->notes[in->n_notes];
-		n->text = malloc(rec->len + 1);
-		if (!n->text)
-			return -ENOMEM;
-		memcpy(n->text, rec->data, rec->len);
-		n->text[rec->len] = '\0';
-		n->len = rec->len;
-		in->n_notes++;
-		return 0;
-	}
+	case SEGMENT_REC_NOTE:
+		return keep_note(in, rec->data, rec->len);
 	default:
 		return 0;
 	}
@@ -419,6 +438,8 @@ static void info_print_cpus(const struct info *in, const struct cpu_stat *t)
 		print_text(stdout, in->notes[i].text, in->notes[i].len, "              ");
 		printf("\n");
 	}
+	if (in->notes_left_out)
+		printf("note:         %" PRIu64 " more notes not shown\n", in->notes_left_out);
 }
 
 static void info_print(const struct info *in)
@@ -542,6 +563,8 @@ static void info_json_counts(struct json_writer *w, const struct info *in)
 	for (size_t i = 0; i < in->n_notes; i++)
 		json_add_stringn(w, NULL, in->notes[i].text, in->notes[i].len);
 	json_array_close(w);
+	if (in->notes_left_out)
+		json_add_uint(w, "notes_not_shown", in->notes_left_out);
 }
 
 static int info_print_json(const struct info *in)

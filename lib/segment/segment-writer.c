@@ -219,6 +219,8 @@ int segment_writer_append(struct segment_writer *w, enum segment_rec_type type, 
 	assert(compress_level >= 0);
 	if (len > SEGMENT_MAX_RAW)
 		return -EFBIG;
+	if (type == SEGMENT_REC_NOTE)
+		len = MIN(len, (size_t)SEGMENT_MAX_NOTE);
 	if (compress_level == 0)
 		return emit(w, type, cpu, 0,
 			    &(struct iovec){ .iov_base = (void *)payload, .iov_len = len }, 1, len,

@@ -37,6 +37,12 @@
  * frames are at most 16 MiB, and it leaves out a FILE that would be.
  */
 #define SEGMENT_MAX_DECODE_RECORD (20u << 20)
+/*
+ * A NOTE is a line or two for humans: writers cut one at this length, and
+ * readers show no more of one, nor more than SEGMENT_MAX_NOTES per segment.
+ */
+#define SEGMENT_MAX_NOTE 4096u
+#define SEGMENT_MAX_NOTES 64u
 #define SEGMENT_MAX_INDEX_CPUS 8192u
 #define SEGMENT_MAX_INDEX_FRAMES (1u << 19)
 #define SEGMENT_MAX_INDEX (16u + 56u * SEGMENT_MAX_INDEX_CPUS + 8u + 32u * SEGMENT_MAX_INDEX_FRAMES)

@@ -900,6 +900,34 @@ static void test_meta(void)
 	segment_meta_done(&m);
 }
 
+/* A writer cuts a NOTE at SEGMENT_MAX_NOTE: readers show no more of one. */
+static void test_long_note(void)
+{
+	_cleanup_(segment_reader_freep) struct segment_reader *r = NULL;
+	struct segment_writer *w = NULL;
+	struct segment_record rec;
+	size_t n = SEGMENT_MAX_NOTE + 1000, notes = 0;
+	char *note = malloc(n), *path = NULL;
+	int k;
+
+	CHECK(note != NULL);
+	memset(note, 'n', n);
+	CHECK(segment_writer_open(tmpdir, "00000009-20260101T000000", &w) == 0);
+	CHECK(segment_writer_append(w, SEGMENT_REC_META, NOCPU, "version=1", 9, 0, NULL) == 0);
+	CHECK(segment_writer_append(w, SEGMENT_REC_NOTE, NOCPU, note, n, 1, NULL) == 0);
+	path = strdup(segment_writer_path(w));
+	segment_writer_free(w);
+	CHECK(path && segment_reader_open(path, &r) == 0);
+	while ((k = segment_reader_next(r, &rec)) > 0)
+		if (rec.type == SEGMENT_REC_NOTE) {
+			notes++;
+			CHECK_MSG(rec.len == SEGMENT_MAX_NOTE, "a note of %zu bytes", (size_t)rec.len);
+		}
+	CHECK(notes == 1);
+	free(path);
+	free(note);
+}
+
 int main(void)
 {
 	test_meta();
@@ -913,6 +941,7 @@ int main(void)
 	test_crafted();
 	test_garbage();
 	test_recover();
+	test_long_note();
 	test_rmtree(tmpdir);
 	free(tmpdir);
 	return tests_done("test-segment");
