@@ -181,7 +181,9 @@ static int check_subbuf(struct checker *ch)
 	const struct config *c = ch->c;
 	const char *key = "trace.subbuf_size";
 
-	if (!c->subbuf_size_kb || c->subbuf_size_kb * 1024 == (uint64_t)getpagesize() ||
+	/* auto asks for the default only where the kernel can change the size */
+	if (!c->subbuf_size_kb || c->subbuf_size_auto ||
+	    c->subbuf_size_kb * 1024 == (uint64_t)getpagesize() ||
 	    has_file(ch->dir, "buffer_subbuf_size_kb"))
 		return 0;
 	return check_fail(ch, key, config_key_line(c, key),

@@ -401,9 +401,15 @@ static int setup_clock(struct tracing *t, const char *want)
 static uint64_t subbuf_wanted(struct tracing *t)
 {
 	uint64_t want = t->config->subbuf_size_kb;
+	char path[PATH_MAX];
 	int have;
 
 	if (!want)
+		return 0;
+	/* the default only where the kernel can change the size (Linux 6.8) */
+	if (t->config->subbuf_size_auto &&
+	    (tracing_pathf(path, "%s/buffer_subbuf_size_kb", t->instance_dir) < 0 ||
+	     !tracing_exists(path)))
 		return 0;
 	have = tracing_page_size(t);
 	return have > 0 && (uint64_t)have == want * 1024 ? 0 : want;
@@ -412,6 +418,28 @@ static uint64_t subbuf_wanted(struct tracing *t)
 bool tracing_subbuf_pending(struct tracing *t)
 {
 	return subbuf_wanted(t) != 0;
+}
+
+/*
+ * The kernel keeps the buffer's size in bytes across a sub-buffer change
+ * and rounds it up to whole sub-buffers each time: 354 pages of 4 KiB come
+ * back from 16 KiB sub-buffers as 357. The size as it is now is put back
+ * after the sub-buffer size (the log is undone newest first).
+ */
+static int remember_size_for_subbuf(struct tracing *t)
+{
+	_cleanup_free_ char *cur = NULL;
+	char path[PATH_MAX], value[32];
+	uint64_t size;
+	int r;
+
+	r = tracing_pathf(path, "%s/buffer_size_kb", t->instance_dir);
+	if (r < 0)
+		return r;
+	if (tracing_read_value(path, &cur) < 0 || parse_buffer_size(cur, &size) < 0 || size == 0)
+		return 0;	/* per-CPU sizes differ: as they are */
+	(void)snprintf(value, sizeof(value), "%" PRIu64, size);
+	return tracing_undo_record(t, path, value, true);
 }
 
 int tracing_setup_subbuf(struct tracing *t)
@@ -429,6 +457,9 @@ int tracing_setup_subbuf(struct tracing *t)
 	r = tracing_read_value(path, &cur);
 	if (r == -ENOENT)
 		return -EOPNOTSUPP;
+	if (r < 0)
+		return r;
+	r = remember_size_for_subbuf(t);
 	if (r < 0)
 		return r;
 	(void)snprintf(value, sizeof(value), "%" PRIu64, want);

@@ -307,15 +307,28 @@ static int parse_group(struct parse_state *s, const struct config_key *k, const 
 }
 
 #define CFG_FIELD(f) offsetof(struct config, f)
-/* A sub-buffer: a power of two the kernel takes (its pages, order 0 to 7). */
+/*
+ * A sub-buffer: a power of two the kernel takes (its pages, order 0 to 7),
+ * or auto: the default where the kernel can change it.
+ */
 static int parse_subbuf_size(struct parse_state *s, const struct config_key *k, const char *v,
 			     void *field, char **m)
 {
-	int r = parse_buffer_size(s, k, v, field, m);
-	uint64_t kb = FIELD(uint64_t);
+	uint64_t kb;
+	int r;
 
-	if (r < 0 || kb == 0)
+	s->c->subbuf_size_auto = streq(v, "auto");
+	if (s->c->subbuf_size_auto) {
+		FIELD(uint64_t) = CONFIG_SUBBUF_DEFAULT_KB;
+		return 0;
+	}
+	/* a size, or empty: as it is */
+	r = parse_buffer_size(s, k, v, field, m);
+	kb = FIELD(uint64_t);
+	if (r < 0)
 		return r;
+	if (kb == 0)
+		return 0;
 	if (kb & (kb - 1))
 		return strprintf(m, "'%s' is not a power of two (4K, 8K, ... 512K)", v) ?: -EINVAL;
 	return 0;

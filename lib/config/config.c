@@ -509,6 +509,8 @@ int config_init(struct config *c)
 		.reset_realtime = true,
 		.compression_level = 1,
 		.stack_time = CONFIG_STACK_TIME_EVENT,
+		.subbuf_size_kb = CONFIG_SUBBUF_DEFAULT_KB,
+		.subbuf_size_auto = true,
 		.frame_size = 256 * KB,
 		.segment_size = 64 * MB,
 		.segment_age_usec = HOUR,

@@ -36,6 +36,12 @@ enum config_frame_encoding {
 	CONFIG_FRAME_ENCODING_MAX
 };
 
+/*
+ * The sub-buffer size when the file sets none, on kernels that can change
+ * it (Linux 6.8): chosen from bench/run (doc/performance.md).
+ */
+#define CONFIG_SUBBUF_DEFAULT_KB 8
+
 enum config_stack_time {
 	CONFIG_STACK_TIME_OWN,		/* a stack keeps the time the kernel gave it */
 	CONFIG_STACK_TIME_EVENT,	/* a daemon stack takes its event's time */
@@ -67,6 +73,7 @@ struct config {
 	bool stacktrace_all;		/* stacktrace = all */
 	uint64_t buffer_size_kb;	/* per CPU; 0 = leave as is */
 	uint64_t subbuf_size_kb;	/* ring-buffer sub-buffer (page); 0 = leave as is */
+	bool subbuf_size_auto;		/* not set: CONFIG_SUBBUF_DEFAULT_KB where the kernel can */
 	char *clock;			/* trace clock; NULL = leave as is */
 	enum config_stackmap stackmap;
 	bool keep_tracing;		/* leave tracing running on exit */

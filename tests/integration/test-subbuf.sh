@@ -1,9 +1,10 @@
 #!/bin/bash
 # [trace] subbuf_size: the daemon sets the ring buffer's sub-buffer size
 # (buffer_subbuf_size_kb, Linux 6.8), its segments say their page size, and
-# every reader follows it: for 8K and 64K the archive verifies, holds every
-# event the kernel says was read, and its trace.dat export prints the same
-# events in trace-cmd; at stop the instance's sub-buffer size is put back.
+# every reader follows it: for the default (8K) and 64K the archive
+# verifies, holds every event the kernel says was read, and its trace.dat
+# export prints the same events in trace-cmd; at stop the instance's
+# sub-buffer size is put back.
 . "$top_srcdir/tests/lib.sh"
 need_tracefs
 need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD"
@@ -20,8 +21,12 @@ count_report_entries() {
 	awk '/^ *=>/ { next } /\[[0-9]+\] +[0-9]+\.[0-9]+:/ { n++ } END { print n + 0 }'
 }
 
-for kb in 8 64; do
-	note "sub-buffer $kb KiB"
+# "default": the file sets no size, and the daemon takes 8 KiB where the
+# kernel can change it (config.h CONFIG_SUBBUF_DEFAULT_KB).
+for what in default 64; do
+	kb=$what line="subbuf_size = ${what}K"
+	[ "$what" = default ] && kb=8 line=
+	note "sub-buffer $kb KiB ($what)"
 	rm -rf "$tmp/archive"
 	write_config "$tmp/stackmapd.conf" <<EOF
 [trace]
@@ -29,7 +34,7 @@ instance = $inst
 events = kmem:kmem_cache_alloc sched:sched_switch
 stacktrace = all
 buffer_size = 2M
-subbuf_size = ${kb}K
+$line
 [archive]
 directory = $tmp/archive
 max_size = 0

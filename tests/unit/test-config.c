@@ -241,6 +241,8 @@ static void check_defaults(const struct config *c, bool paths)
 	}
 	CHECK(c->stacktrace_all);
 	CHECK(c->buffer_size_kb == 0);
+	CHECK(c->subbuf_size_kb == CONFIG_SUBBUF_DEFAULT_KB && c->subbuf_size_auto);
+	CHECK(c->stack_time == CONFIG_STACK_TIME_EVENT);
 	CHECK(c->clock == NULL);
 	CHECK(c->stackmap == CONFIG_STACKMAP_AUTO);
 	CHECK(!c->keep_tracing);
@@ -366,6 +368,7 @@ static void test_good(void)
 		"filter.kmem:kmalloc = bytes_req > 256 && (gfp_flags & 0x10 || node == -1)\n"
 		"filter.sched:sched_switch=prev_comm ~ \"kworker*\" || next_comm == 'bash'\n"
 		"buffer_size = 8M\n"
+		"subbuf_size =\n"
 		"clock = global\n"
 		"stackmap = on\n"
 		"keep_tracing = yes\n"
@@ -413,6 +416,7 @@ static void test_good(void)
 						  "bytes_req > 256 && (gfp_flags & 0x10 || node == -1)"));
 		CHECK(c.events[1].filter && startswith(c.events[1].filter, "prev_comm ~"));
 		CHECK(c.buffer_size_kb == 8192);
+		CHECK(c.subbuf_size_kb == 0 && !c.subbuf_size_auto);	/* set empty: as it is */
 		CHECK(c.clock && streq(c.clock, "global"));
 		CHECK(c.stackmap == CONFIG_STACKMAP_ON);
 		CHECK(c.keep_tracing);
@@ -457,6 +461,18 @@ static void test_good(void)
 	CHECK(streq(c.instance, "sm_test-1.a"));
 	CHECK(c.stackmap == CONFIG_STACKMAP_OFF);
 	CHECK(!c.stacktrace_all && !c.events[0].stacktrace && !c.events[1].stacktrace);
+	config_done(&c);
+
+	/* subbuf_size: auto is the default; a size is explicit */
+	r = load(&c, "[trace]\nsubbuf_size = auto\n", false, true, &err);
+	CHECK_MSG(r == 0, "%s", err);
+	free(err);
+	CHECK(c.subbuf_size_kb == CONFIG_SUBBUF_DEFAULT_KB && c.subbuf_size_auto);
+	config_done(&c);
+	r = load(&c, "[trace]\nsubbuf_size = 16K\n", false, true, &err);
+	CHECK_MSG(r == 0, "%s", err);
+	free(err);
+	CHECK(c.subbuf_size_kb == 16 && !c.subbuf_size_auto);
 	config_done(&c);
 
 	/* Values that are limits, and filters only checked for structure without tracefs. */
