@@ -166,9 +166,13 @@ static void scan_pages(struct info *in, struct cpu_stat *c, const uint8_t *data,
 	size_t off = 0;
 	int k;
 
-	while ((k = page_walk_payload_next(&w, &f, data, len, &off)) > 0) {
+	for (;;) {
 		struct page_entry e;
 
+		c->pages += page_walk_skip_empty(&f, data, len, &off);
+		k = page_walk_payload_next(&w, &f, data, len, &off);
+		if (k <= 0)
+			break;
 		c->pages++;
 		while ((k = page_walk_next(&w, &e)) > 0) {
 			if (e.kind != PAGE_ENTRY_DATA)

@@ -43,6 +43,11 @@ static inline uint32_t get_be32(const void *p)
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
 }
 
+static inline uint64_t get_be64(const void *p)
+{
+	return (uint64_t)get_be32(p) << 32 | (uint64_t)get_be32((const uint8_t *)p + 4);
+}
+
 static inline void put_le16(void *p, uint16_t v)
 {
 	uint8_t *b = p;

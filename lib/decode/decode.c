@@ -506,10 +506,15 @@ static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_
 		return 0;
 	f = (struct page_format){ s->long_size, s->big_endian, s->page_size };
 	while (c->item && c->pos < c->item->len) {
-		const uint8_t *p = c->item->data + c->pos;
-		size_t page_off = c->pos;
+		const uint8_t *p;
+		size_t page_off;
 		struct page_walk w;
 
+		(void)page_walk_skip_empty(&f, c->item->data, c->item->len, &c->pos);
+		if (c->pos >= c->item->len)
+			break;
+		p = c->item->data + c->pos;
+		page_off = c->pos;
 		if (page_walk_payload_next(&w, &f, c->item->data, c->item->len, &c->pos) < 0) {
 			cursor_bad_page(d, c, s, page_off, w.error_offset,
 					w.error ? w.error : "bad page format", true);

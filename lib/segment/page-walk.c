@@ -37,11 +37,9 @@ static uint32_t get_u32(bool big_endian, const uint8_t *p)
 
 static uint64_t get_uint(bool big_endian, const uint8_t *p, unsigned int size)
 {
-	uint64_t v = 0;
-
-	for (unsigned int i = 0; i < size; i++)
-		v = v << 8 | p[big_endian ? i : size - 1 - i];
-	return v;
+	if (size == 8)
+		return big_endian ? get_be64(p) : get_le64(p);
+	return big_endian ? get_be32(p) : get_le32(p);
 }
 
 static int walk_fail(struct page_walk *w, size_t page_off, const char *why)
@@ -210,6 +208,31 @@ int page_walk_payload_next(struct page_walk *w, const struct page_format *f, con
 	}
 	*pos += w->stored_len;
 	return 1;
+}
+
+size_t page_walk_skip_empty(const struct page_format *f, const void *data, size_t len,
+			    size_t *pos)
+{
+	const uint8_t *p = data;
+	size_t hdr, at, n = 0;
+	uint64_t cw;
+
+	assert(f);
+	assert(data || len == 0);
+	assert(pos);
+
+	if (f->long_size != 4 && f->long_size != 8)
+		return 0;
+	hdr = 8 + f->long_size;
+	/* 0 reads the same in either byte order */
+	for (at = *pos; at <= len && len - at >= hdr; at += hdr, n++) {
+		cw = 0;
+		memcpy(&cw, p + at + 8, f->long_size);
+		if (cw)
+			break;
+	}
+	*pos = at;
+	return n;
 }
 
 int page_walk_check(const struct page_format *f, const void *page, size_t len,

@@ -114,6 +114,15 @@ int page_walk_payload_next(struct page_walk *w, const struct page_format *f, con
 			   size_t len, size_t *pos);
 
 /*
+ * Move *pos past the pages of a PAGES payload that hold nothing: a header
+ * whose commit word is 0 (no data, no loss flag), whatever its timestamp.
+ * Returns how many. A few KiB of a hostile file decompress to millions of
+ * them; one by one, through page_walk_payload_next(), they stalled readers.
+ */
+size_t page_walk_skip_empty(const struct page_format *f, const void *data, size_t len,
+			    size_t *pos);
+
+/*
  * Validate a whole page: page_walk_init() and every entry. Returns the
  * page's stored length (> 0), or -EBADMSG with *ret_bad_offset (if not
  * NULL) set to the offset of the first bad byte from the start of the page

@@ -294,6 +294,27 @@ static void test_header_page(void)
 					   &size) == -EPROTO);
 }
 
+/* Empty pages (commit word 0, any timestamp) are passed over in one call; others stop it. */
+static void test_skip_empty(void)
+{
+	const struct page_format le32 = { 4, false, PAGE };
+	uint8_t buf[16 * 5 + 8] = { 0 };
+	size_t pos = 0;
+
+	put_le64(buf + 16, 12345);			/* a timestamp, still empty */
+	put_le64(buf + 48 + 8, 1ULL << 31);		/* the fourth: MISSED_EVENTS, not empty */
+	CHECK(page_walk_skip_empty(&le64, buf, sizeof(buf), &pos) == 3 && pos == 48);
+	CHECK(page_walk_skip_empty(&le64, buf, sizeof(buf), &pos) == 0 && pos == 48);
+	pos = 64;
+	/* the last 8 bytes are no whole header */
+	CHECK(page_walk_skip_empty(&le64, buf, sizeof(buf), &pos) == 1 && pos == 80);
+	pos = 0;
+	CHECK(page_walk_skip_empty(&le32, buf, 36, &pos) == 3 && pos == 36);
+	pos = 0;
+	CHECK(page_walk_skip_empty(&(struct page_format){ 2, false, PAGE }, buf, 36, &pos) == 0 &&
+	      pos == 0);
+}
+
 int main(void)
 {
 	test_captured();
@@ -302,5 +323,6 @@ int main(void)
 	test_payload();
 	test_stored_len();
 	test_header_page();
+	test_skip_empty();
 	return tests_done("test-page-walk");
 }
