@@ -520,9 +520,6 @@ static int cursor_load_page(struct decoder *d, struct cursor *c, struct decoder_
 					w.error ? w.error : "bad page format", true);
 			continue;
 		}
-		/* a page with nothing committed and no loss to report holds nothing to read */
-		if (w.commit == 0 && !(w.commit_word & PAGE_MISSED_EVENTS))
-			continue;
 		len = page_walk_check(&f, p, w.stored_len, &bad, &why);
 		if (len < 0) {
 			cursor_bad_page(d, c, s, page_off, bad, why, false);

@@ -8,8 +8,8 @@
  * mutated content reaches the parsers behind the CRC checks. It also
  * repeats records (up to 256 copies: FILE, CLOCK, GENERATION, STACKS or
  * frames), pads a compressed payload with zeros (4 KiB to 16 MiB, most
- * of them small: what it holds then costs a reader MiBs), deletes records, and changes a
- * header's type, cpu or COLUMNS flag.
+ * of them small: what it holds then costs a reader MiBs), deletes
+ * records, and changes a header's type, cpu or COLUMNS flag.
  */
 #ifndef STACKMAPD_FUZZ_SEGMUT_H
 #define STACKMAPD_FUZZ_SEGMUT_H
