@@ -15,7 +15,15 @@
 
 struct hook {
 	sd_event *event;
-	sd_event_source *children[HOOK_MAX_RUNNING];	/* NULL: free slot */
+	/*
+	 * The running hooks: pid 0 is a free slot. source is NULL for a
+	 * hook started after the loop finished (at the stop), which the loop
+	 * can no longer watch.
+	 */
+	struct child {
+		pid_t pid;
+		sd_event_source *source;
+	} children[HOOK_MAX_RUNNING];
 	char **queue[HOOK_MAX_QUEUED];	/* ring of owned argument vectors, path included */
 	size_t head, nr_queued;
 	struct hook_stats stats;
@@ -75,17 +83,14 @@ int hook_new(sd_event *e, struct hook **ret)
 	return 0;
 }
 
-struct hook *hook_free(struct hook *h)
+/* Count and log a hook that did not exit with status 0. */
+static void report_exit(struct hook *h, const siginfo_t *si)
 {
-	if (!h)
-		return NULL;
-	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++)
-		sd_event_source_disable_unref(h->children[i]);
-	for (size_t i = 0; i < h->nr_queued; i++)
-		strv_free(h->queue[(h->head + i) % HOOK_MAX_QUEUED]);
-	sd_event_unref(h->event);
-	free(h);
-	return NULL;
+	if (si->si_code == CLD_EXITED && si->si_status == 0)
+		return;
+	h->stats.failed++;
+	log_warn("segment hook (pid %d) failed with %s %d, continuing", (int)si->si_pid,
+		 si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
 }
 
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata)
@@ -93,16 +98,51 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
 	struct hook *h = userdata;
 
 	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++)
-		if (h->children[i] == s)
-			h->children[i] = NULL;
-	if (si->si_code != CLD_EXITED || si->si_status != 0) {
-		h->stats.failed++;
-		log_warn("segment hook (pid %d) failed with %s %d, continuing", (int)si->si_pid,
-			 si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
-	}
+		if (h->children[i].source == s)
+			h->children[i] = (struct child){ 0 };
+	report_exit(h, si);
 	sd_event_source_unref(s);
 	drain_queue(h);
 	return 0;
+}
+
+/*
+ * The hooks at the stop: one that has exited since the loop last ran is
+ * collected and reported like any other; one still running is logged as
+ * left to run; queued ones are logged as not run. Each hook started is
+ * thus accounted for in the log.
+ */
+static void account_at_stop(struct hook *h)
+{
+	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++) {
+		pid_t pid = h->children[i].pid;
+		siginfo_t si = { 0 };
+
+		if (!pid)
+			continue;
+		sd_event_source_disable_unref(h->children[i].source);
+		h->children[i] = (struct child){ 0 };
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG) == 0 && si.si_pid == pid)
+			report_exit(h, &si);
+		else
+			log_info("segment hook (pid %d) still running at the stop, not waited for",
+				 (int)pid);
+	}
+	if (h->nr_queued)
+		log_warn("%zu segment hooks waiting at the stop are not run, the first for '%s'",
+			 h->nr_queued, strv_last(h->queue[h->head]));
+}
+
+struct hook *hook_free(struct hook *h)
+{
+	if (!h)
+		return NULL;
+	account_at_stop(h);
+	for (size_t i = 0; i < h->nr_queued; i++)
+		strv_free(h->queue[(h->head + i) % HOOK_MAX_QUEUED]);
+	sd_event_unref(h->event);
+	free(h);
+	return NULL;
 }
 
 /* A copy of argv with path appended (owned). NULL on ENOMEM. */
@@ -164,7 +204,7 @@ static int start_argv(struct hook *h, char **v)
 	pid_t pid;
 	int r;
 
-	for (slot = 0; slot < HOOK_MAX_RUNNING && h->children[slot]; slot++)
+	for (slot = 0; slot < HOOK_MAX_RUNNING && h->children[slot].pid; slot++)
 		;
 	if (slot == HOOK_MAX_RUNNING)
 		return -EBUSY;
@@ -173,12 +213,17 @@ static int start_argv(struct hook *h, char **v)
 		return r;
 	h->stats.started++;
 	/*
-	 * The source is released by on_child_exit(). After the loop has
-	 * finished (the last segment, at the stop) the hook runs on but its
-	 * exit is not collected: the slot stays free and it is no error.
+	 * The slot is freed by on_child_exit(), or at the stop by
+	 * account_at_stop(). Once the loop has finished it cannot watch a
+	 * child: the slot keeps the pid for the stop. A hook that cannot be
+	 * watched while the loop runs runs on unwatched, its slot free.
 	 */
-	if (sd_event_add_child(h->event, &h->children[slot], pid, WEXITED, on_child_exit, h) < 0)
-		h->children[slot] = NULL;
+	r = sd_event_add_child(h->event, &h->children[slot].source, pid, WEXITED, on_child_exit, h);
+	if (r >= 0 || sd_event_get_state(h->event) == SD_EVENT_FINISHED)
+		h->children[slot].pid = pid;
+	else
+		log_errno(LOG_WARNING, r, "cannot watch the segment hook (pid %d), continuing",
+			  (int)pid);
 	strv_free(v);
 	return 0;
 }
@@ -225,5 +270,5 @@ void hook_get_stats(const struct hook *h, struct hook_stats *ret)
 	ret->queued = (unsigned)h->nr_queued;
 	ret->running = 0;
 	for (size_t i = 0; i < HOOK_MAX_RUNNING; i++)
-		ret->running += h->children[i] != NULL;
+		ret->running += h->children[i].pid != 0;
 }

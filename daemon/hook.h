@@ -11,7 +11,7 @@
  * HOOK_MAX_QUEUED, oldest first; beyond it the oldest is dropped, logged
  * and counted) and its hook starts when one exits. Their exit is collected
  * on the sd-event loop and a failure logged as a warning. The daemon does
- * not wait for running or queued hooks when it stops.
+ * not wait for running or queued hooks when it stops; it logs them.
  */
 #ifndef STACKMAPD_HOOK_H
 #define STACKMAPD_HOOK_H
@@ -42,8 +42,9 @@ struct hook_stats {
 int hook_new(sd_event *e, struct hook **ret);
 
 /*
- * Stop watching the hooks still running (they run on; their exit is no
- * longer collected here). Accepts NULL; returns NULL.
+ * Stop watching the hooks: collect and report those that have exited,
+ * log those still running (they run on, their exit no longer collected)
+ * and the queued ones, which are not run. Accepts NULL; returns NULL.
  */
 struct hook *hook_free(struct hook *h);
 
