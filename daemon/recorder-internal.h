@@ -17,6 +17,7 @@
 #include "log.h"
 #include "recorder.h"
 #include "tracing.h"
+#include "task-lines.h"
 #include "transcode.h"
 #include "wallclock.h"
 
@@ -74,6 +75,7 @@ struct recorder {
 
 	struct named_text *files;		/* decode files, collected once */
 	size_t nr_files;
+	struct task_lines *task_lines;		/* the task files' lines among them */
 	char **formats;				/* event format texts among files, borrowed */
 	size_t nr_formats;
 	char recording_id[33];

@@ -26,6 +26,7 @@
 
 void recorder_files_free(struct recorder *rec)
 {
+	rec->task_lines = task_lines_free(rec->task_lines);
 	named_texts_free(&rec->files, &rec->nr_files);
 }
 
@@ -155,11 +156,24 @@ files:
 	return 0;
 }
 
-static int append_file_to(const char *name, const void *data, size_t len, void *userdata)
-{
-	struct segment_writer *w = userdata;
+/* A task file at a segment's end: only its lines that the head copy does not have. */
+struct task_file_to {
+	const struct task_lines *head;
+	struct segment_writer *w;
+};
 
-	return append_file(w, name, data, len, 1);
+static int append_task_file(const char *name, const void *data, size_t len, void *userdata)
+{
+	const struct task_file_to *to = userdata;
+	struct buf changed = { 0 };
+	int r;
+
+	r = task_lines_changed(to->head, name, data, len, &changed);
+	if (r >= 0)
+		r = append_file(to->w, name, changed.data ? (const void *)changed.data : "",
+				changed.len, 1);
+	buf_done(&changed);
+	return r;
 }
 
 static int write_cpu_stats(struct recorder *rec, struct archive_segment *seg)
@@ -300,7 +314,8 @@ static int segment_end(void *userdata, struct archive_segment *seg)
 	}
 	if (rec->gens && !tables_missing)
 		count_unresolved(rec, seg);
-	r = tracing_collect_tasks(rec->tracing, append_file_to, seg->writer);
+	r = tracing_collect_tasks(rec->tracing, append_task_file,
+				  &(struct task_file_to){ rec->task_lines, seg->writer });
 	if (r < 0) {
 		first = first ? first : r;
 		missing[nr_missing++] = "task names";

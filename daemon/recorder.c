@@ -229,6 +229,8 @@ static int load_kernel_facts(struct recorder *rec)
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot read the ring-buffer page format");
 	r = recorder_add_stack_ref_format(rec);
+	if (r >= 0)
+		r = task_lines_new(rec->files, rec->nr_files, &rec->task_lines);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "out of memory");
 	r = ksyms_load("/proc/kallsyms", &rec->ksyms);

@@ -3,8 +3,9 @@
  * What a segment needs to decode offline, read from tracefs: the page
  * and event headers, the formats of the recorded events and of the
  * ftrace entries in stacks, printk formats, and the task names and tgids
- * (collected again while recording, since they change); and event ids
- * from their formats.
+ * (collected again at each segment's end, since they change: the recorder
+ * stores only the lines that changed, task-lines.h); and event ids from
+ * their formats.
  */
 #include "config.h"
 #include "tracing-internal.h"

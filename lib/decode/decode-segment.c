@@ -169,8 +169,8 @@ static void setup_layout(struct decoder_segment *s)
 
 /*
  * "pid comm" lines. A segment may carry the list more than once (the
- * daemon writes it again when it finishes the segment): the latest wins,
- * as pids are reused.
+ * daemon writes the lines that changed when it finishes the segment): the
+ * latest wins, as pids are reused.
  */
 static void parse_cmdlines(struct tep_handle *tep, const char *p, size_t len)
 {

@@ -57,6 +57,11 @@ note "${#segs[@]} segments, $(du -cb "${segs[@]}" | tail -1 | cut -f1) bytes"
 
 verify_ok "the archive" "${segs[@]}"
 
+# Task names: the whole copy in each head, only the changed lines at each end.
+python3 "$top_srcdir/tests/integration/check-task-files.py" "${segs[@]}" > "$tmp/task-files" ||
+	fail "task files: $(tail -n 1 "$tmp/task-files")"
+note "task files: $(tail -n 1 "$tmp/task-files")"
+
 "$STACKMAPCTL" report --markers "${segs[@]}" > "$tmp/report.txt" 2> "$tmp/report.err" ||
 	{ cat "$tmp/report.err"; fail "report failed"; }
 
