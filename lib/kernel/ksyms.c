@@ -60,9 +60,10 @@ static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
-	c = (char)tolower((unsigned char)c);
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
 	return -1;
 }
 
@@ -160,13 +161,17 @@ static int parse_line(struct parser *ps, const char *p, const char *end)
 		}
 	}
 
-	/* The type goes in front of the name: pool[name - 1]. */
-	r = buf_append(&ps->pool, &type, 1);
+	/* The type goes in front of the name: pool[name - 1]; one reservation for the three. */
+	if (ps->pool.len + 1 + name_len + 1 >= UINT32_MAX)
+		return -E2BIG;
+	r = buf_reserve(&ps->pool, 1 + name_len + 1);
 	if (r < 0)
 		return r;
-	r = pool_add(ps, name, name_len, &off);
-	if (r < 0)
-		return r;
+	off = (uint32_t)ps->pool.len + 1;
+	ps->pool.data[ps->pool.len] = (uint8_t)type;
+	memcpy(ps->pool.data + off, name, name_len);
+	ps->pool.data[off + name_len] = 0;
+	ps->pool.len = off + name_len + 1;
 	sym.name = off;
 	return buf_append(&ps->syms, &sym, sizeof(sym));
 }
@@ -197,7 +202,11 @@ static int parser_finish(struct parser *ps, struct ksyms **ret)
 	n = ps->syms.len / sizeof(struct ksym);
 	ks->pool = (char *)ps->pool.data;
 
-	if (n > 0)
+	/* /proc/kallsyms is in address order but for modules and the like: sort only if needed */
+	for (i = 1; i < n; i++)
+		if (ksym_cmp(&ks->syms[i - 1], &ks->syms[i]) > 0)
+			break;
+	if (i < n)
 		qsort(ks->syms, n, sizeof(struct ksym), ksym_cmp);
 
 	/* Keep the first of each group of aliases, as the kernel's kallsyms_lookup() does. */
