@@ -5,7 +5,6 @@
  * the daemon use to symbolize stacks.
  */
 #include <assert.h>
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 
