@@ -23,6 +23,7 @@ buffer_size = 2M
 [archive]
 directory = $tmp/archive
 segment_size = 1M
+segment_age = 1s
 max_size = 0
 keep_free = 0
 
