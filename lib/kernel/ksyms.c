@@ -73,19 +73,26 @@ struct parser {
 	size_t last_module_len;
 };
 
-static int pool_add(struct parser *ps, const char *s, size_t len, uint32_t *ret_off)
+/*
+ * Store s[0..len) and a NUL in the pool, after the byte lead unless it is
+ * NO_LEAD; *ret_off is where s starts. One reservation for all of it.
+ */
+#define NO_LEAD (-1)
+static int pool_add(struct parser *ps, int lead, const char *s, size_t len, uint32_t *ret_off)
 {
-	size_t off = ps->pool.len;
+	size_t off = ps->pool.len + (lead != NO_LEAD);
 	int r;
 
 	if (off + len + 1 >= UINT32_MAX)
 		return -E2BIG;
-	r = buf_append(&ps->pool, s, len);
+	r = buf_reserve(&ps->pool, off - ps->pool.len + len + 1);
 	if (r < 0)
 		return r;
-	r = buf_append(&ps->pool, "", 1);
-	if (r < 0)
-		return r;
+	if (lead != NO_LEAD)
+		ps->pool.data[ps->pool.len] = (uint8_t)lead;
+	memcpy(ps->pool.data + off, s, len);
+	ps->pool.data[off + len] = 0;
+	ps->pool.len = off + len + 1;
 	*ret_off = (uint32_t)off;
 	return 0;
 }
@@ -97,7 +104,6 @@ static int parse_line(struct parser *ps, const char *p, const char *end)
 	size_t name_len, mod_len = 0;
 	struct ksym sym = { .module = NO_MODULE };
 	unsigned digits = 0;
-	uint32_t off;
 	char type;
 	int r;
 
@@ -152,7 +158,7 @@ static int parse_line(struct parser *ps, const char *p, const char *end)
 		    memcmp(ps->pool.data + ps->last_module, mod, mod_len) == 0) {
 			sym.module = ps->last_module;
 		} else {
-			r = pool_add(ps, mod, mod_len, &sym.module);
+			r = pool_add(ps, NO_LEAD, mod, mod_len, &sym.module);
 			if (r < 0)
 				return r;
 			ps->last_module = sym.module;
@@ -160,18 +166,10 @@ static int parse_line(struct parser *ps, const char *p, const char *end)
 		}
 	}
 
-	/* The type goes in front of the name: pool[name - 1]; one reservation for the three. */
-	if (ps->pool.len + 1 + name_len + 1 >= UINT32_MAX)
-		return -E2BIG;
-	r = buf_reserve(&ps->pool, 1 + name_len + 1);
+	/* The type goes in front of the name: pool[name - 1]. */
+	r = pool_add(ps, type, name, name_len, &sym.name);
 	if (r < 0)
 		return r;
-	off = (uint32_t)ps->pool.len + 1;
-	ps->pool.data[ps->pool.len] = (uint8_t)type;
-	memcpy(ps->pool.data + off, name, name_len);
-	ps->pool.data[off + name_len] = 0;
-	ps->pool.len = off + name_len + 1;
-	sym.name = off;
 	return buf_append(&ps->syms, &sym, sizeof(sym));
 }
 
