@@ -54,32 +54,30 @@ int main(void)
 	CHECK(named_texts_append(&files, &nr, "config", "[trace]\n", 8) == 0);
 	CHECK(task_lines_new(files, nr, &tl) == 0);
 
-	/* shared lines go, new and changed ones stay, in the later copy's order */
-	s = changed(tl, "saved_cmdlines", "30 bash\n40 smload\n1 init\n2 kthreadx\n");
-	CHECK_MSG(streq(s, "40 smload\n2 kthreadx\n"), "got '%s'", s);
-	free(s);
-	/* a last line without its newline: compared and copied as it is */
-	s = changed(tl, "saved_tgids", "1 1\n31 30\n32 30");
-	CHECK_MSG(streq(s, "32 30"), "got '%s'", s);
-	free(s);
-	s = changed(tl, "saved_tgids", "31 30\n1 1\n");
-	CHECK_MSG(streq(s, ""), "a line is the same line without its newline: got '%s'", s);
-	free(s);
-	/* a prefix of a line is another line */
-	s = changed(tl, "saved_cmdlines", "30 bas\n30 bash2\n");
-	CHECK_MSG(streq(s, "30 bas\n30 bash2\n"), "got '%s'", s);
-	free(s);
-	/* the same copy: nothing; an empty one: nothing */
-	s = changed(tl, "saved_cmdlines", "1 init\n2 kthreadd\n30 bash\n");
-	CHECK_MSG(streq(s, ""), "got '%s'", s);
-	free(s);
-	s = changed(tl, "saved_cmdlines", "");
-	CHECK(streq(s, ""));
-	free(s);
-	/* no head copy of that name, or no index: all of it */
-	s = changed(tl, "printk_formats", "1 init\n");
-	CHECK(streq(s, "1 init\n"));
-	free(s);
+	static const struct {
+		const char *why, *file, *later, *expect;
+	} cases[] = {
+		{ "shared lines go, new and changed ones stay, in the later copy's order",
+		  "saved_cmdlines", "30 bash\n40 smload\n1 init\n2 kthreadx\n", "40 smload\n2 kthreadx\n" },
+		{ "a last line without its newline is compared and copied as it is",
+		  "saved_tgids", "1 1\n31 30\n32 30", "32 30" },
+		{ "a line is the same line without its newline",
+		  "saved_tgids", "31 30\n1 1\n", "" },
+		{ "a prefix of a line is another line",
+		  "saved_cmdlines", "30 bas\n30 bash2\n", "30 bas\n30 bash2\n" },
+		{ "the same copy: nothing",
+		  "saved_cmdlines", "1 init\n2 kthreadd\n30 bash\n", "" },
+		{ "an empty copy: nothing",
+		  "saved_cmdlines", "", "" },
+		{ "no head copy of that name: all of it",
+		  "printk_formats", "1 init\n", "1 init\n" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		s = changed(tl, cases[i].file, cases[i].later);
+		CHECK_MSG(streq(s, cases[i].expect), "%s: got '%s'", cases[i].why, s);
+		free(s);
+	}
+	/* no index: all of it */
 	s = changed(NULL, "saved_tgids", "1 1\n");
 	CHECK(streq(s, "1 1\n"));
 	free(s);
