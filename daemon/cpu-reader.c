@@ -2,16 +2,16 @@
 /*
  * Reading trace_pipe_raw: a plain read() hands back a page as soon as it
  * holds anything (pages 5-18% full under load, many wake-ups, loss), while
- * splice moves only full pages. So pages are taken with
- * tracefs_cpu_buffered_read() (splice into a pipe, then read one page),
- * and partial pages only on a flush, with tracefs_cpu_flush().
+ * splice moves only full pages. So full pages are spliced into a pipe of
+ * our own, many per call, and read back out of it many per read(): two
+ * system calls per batch instead of one or two per page. Partial pages are
+ * read from the file itself, only on a flush, once the pipe is empty, so
+ * that pages stay in order.
  *
- * The tracefs_cpu is opened non-blocking and the thread waits in its own
- * poll() on the trace_pipe_raw fd and a wake eventfd: tracefs_cpu_stop()
- * would make the descriptor non-blocking for good, and a flush must not
- * end the reader. The kernel wakes a poller when buffer_percent of the
- * buffer is filled. tracefs_cpu_flush() reads the file, not the splice pipe,
- * so the pipe is emptied with buffered reads first: pages stay in order.
+ * The file is opened non-blocking and the thread waits in its own poll()
+ * on it and a wake eventfd, so that a flush never blocks and never ends
+ * the reader. The kernel wakes a poller when buffer_percent of the buffer
+ * is filled.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -30,18 +30,22 @@
 #include "util.h"
 
 #define READER_NICE -10
+#define SPLICE_PAGES 64			/* pages moved into the pipe by one splice, at most */
+#define READ_PAGES 8			/* pages read out of it by one read(), at most */
 
 static struct log_ratelimit columns_rl = LOG_RATELIMIT_INIT;
 
 struct cpu_reader {
 	struct cpu_reader_params p;
-	struct tracefs_cpu *tcpu;
-	int fd;				/* trace_pipe_raw, ours; tcpu borrows it */
+	int fd;				/* trace_pipe_raw */
+	int pipe[2];			/* full pages spliced out of fd */
+	size_t piped;			/* bytes in the pipe, whole pages */
 	int wake_fd;
 	pthread_t thread;
 	bool running;
 
-	uint8_t *page;
+	uint8_t *batch;			/* pages read out of the pipe, or one partial page */
+	size_t batch_size;
 	size_t page_size;
 	struct buf frame;		/* raw pages of the frame being built */
 	uint8_t *zbuf;
@@ -150,6 +154,7 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	r->read_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT;
 	r->wake_fd = -1;
 	r->fd = -1;
+	r->pipe[0] = r->pipe[1] = -1;
 	pthread_mutex_init(&r->req_lock, NULL);
 	pthread_mutex_init(&r->start_lock, NULL);
 	pthread_cond_init(&r->started, NULL);
@@ -163,15 +168,16 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 			goto fail;
 		}
 	}
-	/* our fd, so that the thread can poll() it next to its wake fd */
 	r->page_size = p->layout->page_size;
-	r->tcpu = tracefs_cpu_alloc_fd(r->fd, (int)r->page_size, true);
-	if (!r->tcpu) {
+	if (pipe2(r->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		rr = negative_errno();
 		goto fail;
 	}
+	/* a pipe slot per spliced page; the default 16 slots would do, more means fewer calls */
+	(void)fcntl(r->pipe[1], F_SETPIPE_SZ, SPLICE_PAGES * 4096);
+	r->batch_size = READ_PAGES * r->page_size;
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	r->page = malloc(r->page_size);
+	r->batch = malloc(r->batch_size);
 	/*
 	 * The column encoding of a frame is at most a little longer than the
 	 * frame (a few varints per page); one that is longer than this room
@@ -180,7 +186,7 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	r->zcap = ZSTD_compressBound(p->frame_size + r->page_size * 2 + 65536);
 	r->zbuf = malloc(r->zcap);
 	r->cctx = ZSTD_createCCtx();
-	if (r->wake_fd < 0 || !r->page || !r->zbuf || !r->cctx ||
+	if (r->wake_fd < 0 || !r->batch || !r->zbuf || !r->cctx ||
 	    buf_reserve(&r->frame, p->frame_size + r->page_size * 2) < 0) {
 		rr = -ENOMEM;
 		goto fail;
@@ -315,7 +321,7 @@ static void publish_markers(struct cpu_reader *r)
 	signal_fd(r->p.notify_fd);
 }
 
-static int process_page(struct cpu_reader *r, size_t len)
+static int process_page(struct cpu_reader *r, const uint8_t *page, size_t len)
 {
 	struct page_summary sum;
 	size_t before;
@@ -328,7 +334,7 @@ static int process_page(struct cpu_reader *r, size_t len)
 			return rr;
 	}
 	before = r->frame.len;
-	rr = transcoder_page(&r->tc, r->page, len, &r->frame, &sum);
+	rr = transcoder_page(&r->tc, page, len, &r->frame, &sum);
 	if (rr < 0)
 		return rr;
 	r->frame_pages++;
@@ -357,19 +363,36 @@ static int process_page(struct cpu_reader *r, size_t len)
 /* Read every full page available now. Returns pages read or -errno. */
 static int read_full_pages(struct cpu_reader *r)
 {
-	int n = 0;
+	int n = 0, err = 0;
 
 	for (;;) {
-		int k = tracefs_cpu_buffered_read(r->tcpu, r->page, true);
+		ssize_t k;
 
-		if (k <= 0) {
-			if (k < 0 && errno != EAGAIN && errno != EINTR && errno != 0)
-				return -errno;
-			return n;
+		if (!r->piped) {
+			k = splice(r->fd, NULL, r->pipe[1], NULL, SPLICE_PAGES * r->page_size,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k <= 0)
+				return k < 0 && errno != EAGAIN && errno != EINTR ? -errno : n;
+			r->piped = (size_t)k;
 		}
-		if (process_page(r, (size_t)k) < 0)
-			return -ENOMEM;
-		n++;
+		k = read(r->pipe[0], r->batch, MIN(r->piped, r->batch_size));
+		if (k <= 0) {
+			/* the pipe holds what splice said it moved: anything else is lost pages */
+			if (k < 0 && errno == EINTR)
+				continue;
+			r->piped = 0;
+			return k < 0 ? -errno : -EIO;
+		}
+		r->piped -= (size_t)k;
+		/* a page that cannot be stored is lost alone, as if read one by one */
+		for (size_t off = 0; off < (size_t)k; off += r->page_size, n++) {
+			int rr = process_page(r, r->batch + off, MIN(r->page_size, (size_t)k - off));
+
+			if (rr < 0 && err == 0)
+				err = rr;
+		}
+		if (err < 0)
+			return err;
 	}
 }
 
@@ -381,11 +404,11 @@ static int read_all(struct cpu_reader *r)
 	if (rr < 0)
 		return rr;
 	for (;;) {
-		int k = tracefs_cpu_flush(r->tcpu, r->page);
+		ssize_t k = read(r->fd, r->batch, r->page_size);
 
 		if (k <= 0)
 			return k < 0 && errno != EAGAIN ? -errno : 0;
-		rr = process_page(r, (size_t)k);
+		rr = process_page(r, r->batch, (size_t)k);
 		if (rr < 0)
 			return rr;
 	}
@@ -606,17 +629,19 @@ struct cpu_reader *cpu_reader_free(struct cpu_reader *r)
 	if (!r)
 		return NULL;
 	cpu_reader_stop(r);
-	if (r->tcpu)
-		tracefs_cpu_free_fd(r->tcpu);
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->pipe[0] >= 0)
+		close(r->pipe[0]);
+	if (r->pipe[1] >= 0)
+		close(r->pipe[1]);
 	if (r->wake_fd >= 0)
 		close(r->wake_fd);
 	transcoder_done(&r->tc);
 	buf_done(&r->frame);
 	frame_columns_free(r->fc);
 	buf_done(&r->enc);
-	free(r->page);
+	free(r->batch);
 	free(r->zbuf);
 	ZSTD_freeCCtx(r->cctx);
 	pthread_mutex_destroy(&r->read_rl.lock);
