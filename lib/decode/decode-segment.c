@@ -802,7 +802,7 @@ static void frame_damaged(struct decoder_segment *s, uint64_t offset, int r)
 int decoder_segment_next_item(struct decoder_segment *s, unsigned int cpu, size_t room,
 			      struct item **ret)
 {
-	struct segment_record rec;
+	struct segment_record rec = { 0 };	/* set on success; compilers that inline it cannot tell */
 	const struct item_ref *ref;
 	struct cpu_stream *cs;
 	struct item *it;
