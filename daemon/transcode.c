@@ -256,7 +256,7 @@ static void note_marker(struct transcoder *t, const uint8_t *data, size_t len, u
 static int transcode_stack(struct transcoder *t, const struct page_entry *ev, struct buf *out)
 {
 	const struct page_layout *l = t->layout;
-	uint8_t rec[4 + STACK_REF_EVENT_SIZE];
+	uint8_t *rec;
 	uint32_t h, v;
 	uint16_t ref_type = (uint16_t)l->stack_ref_id;
 	struct dstack *s;
@@ -276,6 +276,9 @@ static int transcode_stack(struct transcoder *t, const struct page_entry *ev, st
 	r = add_ref(t, s);
 	if (r < 0)
 		return r;
+	/* in the room transcoder_page() reserved: never longer than the entry it replaces */
+	assert(out->cap - out->len >= ev->total && ev->total >= 4 + STACK_REF_EVENT_SIZE);
+	rec = out->data + out->len;
 	h = (uint32_t)ev->delta << 5 | (STACK_REF_EVENT_SIZE / 4);
 	memcpy(rec, &h, 4);
 	memcpy(rec + 4, ev->payload, 8);
@@ -283,8 +286,8 @@ static int transcode_stack(struct transcoder *t, const struct page_entry *ev, st
 	memcpy(rec + 12, &s->id, 4);
 	v = (uint32_t)nr;
 	memcpy(rec + 16, &v, 4);
-	r = buf_append(out, rec, sizeof(rec));
-	return r < 0 ? r : 1;
+	out->len += 4 + STACK_REF_EVENT_SIZE;
+	return 1;
 }
 
 /*
@@ -402,9 +405,9 @@ static int walk_page(struct transcoder *t, struct page_walk *w, struct buf *out,
 		if (out) {
 			size_t at = out->len;
 
-			r = buf_append(out, w->data + ev.offset, ev.total);
-			if (r < 0)
-				return r;
+			assert(out->cap - out->len >= ev.total);
+			memcpy(out->data + out->len, w->data + ev.offset, ev.total);
+			out->len += ev.total;
 			fold_hand_on(&fold, out, &ev, at);
 		}
 	}
@@ -430,9 +433,12 @@ int transcoder_page(struct transcoder *t, const uint8_t *page, size_t len, struc
 		return 0;
 	}
 
-	r = buf_append(out, page, hdr);
+	/* the whole page, so that walk_page() writes without checking for room */
+	r = buf_reserve(out, hdr + w.commit + f.long_size);
 	if (r < 0)
 		return r;
+	memcpy(out->data + out->len, page, hdr);
+	out->len += hdr;
 	r = walk_page(t, &w, transcode ? out : NULL, sum);
 	if (r == -ENOMEM)
 		return r;
