@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * One reader per CPU: a thread that splices whole ring-buffer pages from
- * trace_pipe_raw (libtracefs), transcodes them into a frame, column-encodes
- * it (frame-columns.h) unless told not to, compresses it with its own zstd
- * context and hands it to the archive. It owns its
- * tracefs_cpu, buffers and counters; main talks to it only through
+ * trace_pipe_raw into a pipe of its own, transcodes them into a frame,
+ * column-encodes it (frame-columns.h) unless told not to, compresses it
+ * with its own zstd context and hands it to the archive. It owns its
+ * file, pipe, buffers and counters; main talks to it only through
  * requests (flush, stop) and the counters, all atomics.
  */
 #ifndef STACKMAPD_CPU_READER_H

@@ -147,7 +147,7 @@ static int find_tracefs(char **ret)
 			return -errno;
 		if (!tracing_exists(TRACEFS_MOUNT_POINT "/trace"))
 			return -ENOENT;
-		/* Keep libtracefs (instances, tracefs_cpu) on the same directory. */
+		/* Keep libtracefs (instances, their files) on the same directory. */
 		if (tracefs_set_tracing_dir((char *)TRACEFS_MOUNT_POINT) < 0)
 			return negative_errno();
 		s = strdup(TRACEFS_MOUNT_POINT);
