@@ -173,8 +173,12 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 		rr = negative_errno();
 		goto fail;
 	}
-	/* a pipe slot per spliced page; the default 16 slots would do, more means fewer calls */
-	(void)fcntl(r->pipe[1], F_SETPIPE_SZ, SPLICE_PAGES * 4096);
+	/*
+	 * A pipe slot (a system page of the pipe's size) per spliced page,
+	 * whatever the sub-buffer size; the default 16 slots would do, more
+	 * means fewer calls.
+	 */
+	(void)fcntl(r->pipe[1], F_SETPIPE_SZ, SPLICE_PAGES * getpagesize());
 	r->batch_size = READ_PAGES * r->page_size;
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->batch = malloc(r->batch_size);
