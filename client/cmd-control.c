@@ -38,6 +38,7 @@ struct reply {
 	char *text;			/* the JSON text as received */
 	size_t len;
 	struct json_value *v;
+	bool timed_out;			/* no complete reply before the deadline */
 };
 
 static void reply_done(struct reply *r)
@@ -219,6 +220,7 @@ static int receive(int fd, uint64_t deadline, unsigned timeout_sec, struct reply
 
 		if (left == 0) {
 			log_err("no reply from stackmapd within %u s", timeout_sec);
+			ret->timed_out = true;
 			return 1;
 		}
 		k = poll(&p, 1, (int)MIN(left, INT32_MAX));
@@ -618,18 +620,38 @@ static void print_fields(const struct json_value *v)
 
 int ctl_flush_quietly(const char *config)
 {
+	static char *said;		/* the last reason given, said once until it changes */
 	struct options o = { .timeout_sec = FLUSH_TIMEOUT_SEC, .config = config };
 	struct reply rep = { 0 };
+	_cleanup_free_ char *why = NULL;
 	int level = log_get_max_level(), r;
+	const char *err;
 
 	/* a reader of a copy, or without the right to ask, reads what is there */
 	log_set_max_level(-1);
 	r = transact(&o, "flush", NULL, now_usec(CLOCK_MONOTONIC) + FLUSH_TIMEOUT_SEC * USEC_PER_SEC,
 		     &rep);
 	log_set_max_level(level);
-	if (r == 0 && !json_get_bool(rep.v, "ok", false))
+	/*
+	 * A daemon that is there but does not flush is said, though: the
+	 * refresh then ends at the daemon's last periodic flush.
+	 */
+	if (r == 0 && !json_get_bool(rep.v, "ok", false)) {
+		err = json_get_string(rep.v, "error");
+		if (asprintf(&why, "stackmapd did not flush (%s)", err ? err : "no reason given") < 0)
+			why = NULL;
 		r = 1;
+	} else if (r != 0 && rep.timed_out &&
+		   asprintf(&why, "stackmapd did not answer the flush request within %u s",
+			    FLUSH_TIMEOUT_SEC) < 0) {
+		why = NULL;
+	}
 	reply_done(&rep);
+	if (why && (!said || !streq(said, why))) {
+		log_warn("%s: what it recorded since its last periodic flush is not shown", why);
+		free(said);
+		said = steal_ptr(why);
+	}
 	return r == 0 ? 0 : -EAGAIN;
 }
 

@@ -25,8 +25,10 @@ int cmd_reload(int argc, char **argv);
 /*
  * Ask the daemon (the socket of $STACKMAPD_SOCKET, else of config, else
  * the default) to hand what its readers hold to the live segment, and wait
- * for it, at most two seconds. Says nothing: 0 when it did, -EAGAIN when
- * no daemon answered or it refused.
+ * for it, at most two seconds. 0 when it did, -EAGAIN when it did not.
+ * Says nothing when no daemon is there or it may not be asked (a copy of
+ * an archive, a reader without the right); a daemon that refuses or does
+ * not answer in time is warned about, once until the reason changes.
  */
 int ctl_flush_quietly(const char *config);
 
