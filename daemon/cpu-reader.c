@@ -60,7 +60,7 @@ struct cpu_reader {
 	atomic_bool stop;
 	atomic_bool dead;		/* the thread ended by itself */
 	bool joined;			/* main: the thread was found ended and joined */
-#ifdef CPU_READER_FAULTS
+#ifdef STACKMAPD_FAULTS
 	char *fault_exit_path;		/* tests: end the thread at a flush once this exists */
 #endif
 	atomic_uint_fast64_t st_read_errors;
@@ -88,7 +88,7 @@ static void signal_fd(int fd)
 		(void)!write(fd, &one, sizeof(one));
 }
 
-#ifdef CPU_READER_FAULTS
+#ifdef STACKMAPD_FAULTS
 /*
  * Fault injection, compiled only into the test build of the daemon
  * (tests/fault/stackmapd-faults): STACKMAPD_FAULT_READER_EXIT=CPU:PATH
@@ -652,7 +652,7 @@ struct cpu_reader *cpu_reader_free(struct cpu_reader *r)
 	pthread_mutex_destroy(&r->req_lock);
 	pthread_mutex_destroy(&r->start_lock);
 	pthread_cond_destroy(&r->started);
-#ifdef CPU_READER_FAULTS
+#ifdef STACKMAPD_FAULTS
 	free(r->fault_exit_path);
 #endif
 	free(r);

@@ -13,6 +13,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "archive.h"
@@ -25,8 +26,11 @@
 #define CLOCK_MARKER_PREFIX MARKER_PREFIX "clock "
 #define CLOCK_PERIOD_NS (60 * NSEC_PER_SEC)
 #define CLOCK_JUMP_NS (10 * NSEC_PER_SEC / 1000)
+#define CLOCK_BRACKET_NS (NSEC_PER_SEC / 1000)	/* readings around a marker, at most */
+#define CLOCK_TRIES 4
 
 static struct log_ratelimit clock_rl = LOG_RATELIMIT_INIT;
+static struct log_ratelimit wide_rl = LOG_RATELIMIT_INIT;
 
 static uint64_t now_ns(clockid_t id)
 {
@@ -41,32 +45,82 @@ static int64_t diff(uint64_t a, uint64_t b)
 	return (int64_t)(a - b);
 }
 
+#ifdef STACKMAPD_FAULTS
+/*
+ * Fault injection, compiled only into the test build of the daemon
+ * (tests/fault/stackmapd-faults): STACKMAPD_FAULT_CLOCK_STALL=MS stalls the
+ * first try of every sample for MS milliseconds between the first readings
+ * and the marker, as a preempted daemon would be; MS:all stalls every try.
+ */
+static void fault_stall(unsigned try)
+{
+	const char *e = getenv("STACKMAPD_FAULT_CLOCK_STALL");
+	char *end;
+	unsigned long ms;
+
+	if (!e)
+		return;
+	ms = strtoul(e, &end, 10);
+	if (try == 0 || streq(end, ":all"))
+		(void)nanosleep(&(struct timespec){ (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 },
+				NULL);
+}
+#else
+static void fault_stall(unsigned try)
+{
+	(void)try;
+}
+#endif
+
 void recorder_clock_sample(struct recorder *rec)
 {
 	struct recorder_clock *c = &rec->clock;
-	uint64_t real0, boot0, real1, boot1, mono;
+	struct recorder_clock_pending best = { 0 };
+	uint64_t best_width = UINT64_MAX;
 	char text[64];
-	int r;
+	int r = 0;
 
-	c->seq++;
-	(void)snprintf(text, sizeof(text), CLOCK_MARKER_PREFIX "%" PRIu64, c->seq);
-	real0 = now_ns(CLOCK_REALTIME);
-	boot0 = now_ns(CLOCK_BOOTTIME);
-	r = tracing_write_marker(rec->tracing, text);
-	if (r < 0) {
-		(void)log_ratelimit_warn_errno(&clock_rl, r, "cannot write the clock marker");
-		return;
+	/*
+	 * The pair is as good as the readings around the marker are close: a
+	 * daemon preempted between them would date every event by up to half
+	 * the gap. Try again while they are far apart, keep the closest; the
+	 * markers of the other tries are not pending and are passed over.
+	 */
+	for (unsigned try = 0; try < CLOCK_TRIES && best_width > CLOCK_BRACKET_NS; try++) {
+		uint64_t real0, boot0, real1, boot1, mono;
+
+		c->seq++;
+		(void)snprintf(text, sizeof(text), CLOCK_MARKER_PREFIX "%" PRIu64, c->seq);
+		real0 = now_ns(CLOCK_REALTIME);
+		boot0 = now_ns(CLOCK_BOOTTIME);
+		fault_stall(try);
+		r = tracing_write_marker(rec->tracing, text);
+		if (r < 0)
+			break;
+		boot1 = now_ns(CLOCK_BOOTTIME);
+		real1 = now_ns(CLOCK_REALTIME);
+		mono = now_ns(CLOCK_MONOTONIC);
+		c->last_boot = boot1;
+		c->real_off = diff(real1, boot1);
+		c->boot_off = diff(boot1, mono);
+		if (boot1 - boot0 < best_width) {
+			best_width = boot1 - boot0;
+			best = (struct recorder_clock_pending){
+				.seq = c->seq,
+				.pair = { 0, real0 + (real1 - real0) / 2, boot0 + (boot1 - boot0) / 2 },
+			};
+		}
 	}
-	boot1 = now_ns(CLOCK_BOOTTIME);
-	real1 = now_ns(CLOCK_REALTIME);
-	mono = now_ns(CLOCK_MONOTONIC);
-	c->pending[c->seq % ARRAY_SIZE(c->pending)] = (struct recorder_clock_pending){
-		.seq = c->seq,
-		.pair = { 0, real0 + (real1 - real0) / 2, boot0 + (boot1 - boot0) / 2 },
-	};
-	c->last_boot = boot1;
-	c->real_off = diff(real1, boot1);
-	c->boot_off = diff(boot1, mono);
+	if (r < 0)
+		(void)log_ratelimit_warn_errno(&clock_rl, r, "cannot write the clock marker");
+	if (!best.seq)
+		return;
+	if (best_width > CLOCK_BRACKET_NS)
+		(void)log_ratelimit_warn_errno(&wide_rl, 0,
+					       "the clock pair is uncertain by %" PRIu64 " ms after %d tries "
+					       "(the daemon was preempted): dates may be off by half of it "
+					       "until the next pair", best_width / 1000000, CLOCK_TRIES);
+	c->pending[best.seq % ARRAY_SIZE(c->pending)] = best;
 }
 
 void recorder_clock_tick(struct recorder *rec)
