@@ -625,7 +625,6 @@ int ctl_flush_quietly(const char *config)
 	struct reply rep = { 0 };
 	_cleanup_free_ char *why = NULL;
 	int level = log_get_max_level(), r;
-	const char *err;
 
 	/* a reader of a copy, or without the right to ask, reads what is there */
 	log_set_max_level(-1);
@@ -637,14 +636,15 @@ int ctl_flush_quietly(const char *config)
 	 * refresh then ends at the daemon's last periodic flush.
 	 */
 	if (r == 0 && !json_get_bool(rep.v, "ok", false)) {
-		err = json_get_string(rep.v, "error");
+		const char *err = json_get_string(rep.v, "error");
+
 		if (asprintf(&why, "stackmapd did not flush (%s)", err ? err : "no reason given") < 0)
 			why = NULL;
 		r = 1;
-	} else if (r != 0 && rep.timed_out &&
-		   asprintf(&why, "stackmapd did not answer the flush request within %u s",
-			    FLUSH_TIMEOUT_SEC) < 0) {
-		why = NULL;
+	} else if (r != 0 && rep.timed_out) {
+		if (asprintf(&why, "stackmapd did not answer the flush request within %u s",
+			     FLUSH_TIMEOUT_SEC) < 0)
+			why = NULL;
 	}
 	reply_done(&rep);
 	if (why && (!said || !streq(said, why))) {

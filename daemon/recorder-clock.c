@@ -78,6 +78,7 @@ void recorder_clock_sample(struct recorder *rec)
 	struct recorder_clock_pending best = { 0 };
 	uint64_t best_width = UINT64_MAX;
 	char text[64];
+	unsigned try;
 	int r = 0;
 
 	/*
@@ -86,7 +87,7 @@ void recorder_clock_sample(struct recorder *rec)
 	 * the gap. Try again while they are far apart, keep the closest; the
 	 * markers of the other tries are not pending and are passed over.
 	 */
-	for (unsigned try = 0; try < CLOCK_TRIES && best_width > CLOCK_BRACKET_NS; try++) {
+	for (try = 0; try < CLOCK_TRIES && best_width > CLOCK_BRACKET_NS; try++) {
 		uint64_t real0, boot0, real1, boot1, mono;
 
 		c->seq++;
@@ -117,9 +118,9 @@ void recorder_clock_sample(struct recorder *rec)
 		return;
 	if (best_width > CLOCK_BRACKET_NS)
 		(void)log_ratelimit_warn_errno(&wide_rl, 0,
-					       "the clock pair is uncertain by %" PRIu64 " ms after %d tries "
+					       "the clock pair is uncertain by %" PRIu64 " ms after %u tries "
 					       "(the daemon was preempted): dates may be off by half of it "
-					       "until the next pair", best_width / 1000000, CLOCK_TRIES);
+					       "until the next pair", best_width / 1000000, try);
 	c->pending[best.seq % ARRAY_SIZE(c->pending)] = best;
 }
 
