@@ -67,6 +67,27 @@ need_tracefs() {
 		mount -t tracefs nodev "$TRACEFS" 2>/dev/null || skip "tracefs not mounted at $TRACEFS and cannot mount it"
 	fi
 	[ -w "$TRACEFS/instances" ] || skip "$TRACEFS/instances is not writable"
+	sweep_stale_instances
+}
+
+# Remove the instances of tests that are gone: a test killed with SIGKILL
+# (or with the machine's session) cannot run its cleanup, and its instance
+# goes on tracing, with its events enabled, into every later test's kernel
+# (a second tracer on an event changes the stacks perf sees). The name
+# new_instance_name gives holds the test's pid; one whose process is alive
+# is left alone, so tests running side by side do not remove each other's.
+sweep_stale_instances() {
+	local d n pid
+	for d in "$TRACEFS"/instances/smtest_*_*_*; do
+		[ -d "$d" ] || continue
+		n=${d##*/}
+		pid=${n%_*}
+		pid=${pid##*_}
+		[[ $pid =~ ^[0-9]+$ ]] || continue
+		[ -d "/proc/$pid" ] && continue
+		echo "# removing instance $n, left by a test that is gone (pid $pid)" >&2
+		remove_instance "$n"
+	done
 }
 
 need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs $1"; }

@@ -18,6 +18,19 @@ for b in "$MKSEG" "$STACKMAPCTL"; do
 done
 COMPARE="$top_srcdir/tests/integration/compare-top-perf.py"
 
+# perf's stacks start in the allocator only while perf is the event's one
+# tracer: with a second, the tracepoint calls both through its iterator and
+# perf's stacks start there. Someone else tracing the event makes the
+# comparison meaningless; say who.
+for e in "$TRACEFS"/events/kmem/kmem_cache_alloc/enable \
+	"$TRACEFS"/instances/*/events/kmem/kmem_cache_alloc/enable; do
+	[ -f "$e" ] || continue
+	case $(cat "$e") in
+	1*) fail "kmem:kmem_cache_alloc is already traced (${e%/events/*}):" \
+		"perf's stacks would not be the allocator's; stop that tracing first" ;;
+	esac
+done
+
 tmp=$(mktmp)
 inst=$(new_instance_name)
 
