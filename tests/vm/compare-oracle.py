@@ -166,6 +166,35 @@ def in_step(arch, i, orc, p, count):
     return True
 
 
+def estimate_skew(arch, orc, index, orc_ts):
+    """The usual time offset between the two recordings of one CPU, from its
+    unambiguous events: those whose key occurs once in each recording within
+    MAX_SKEW_NS. None when there are fewer than SKEW_SAMPLES of them."""
+    arch_ts = [e.ts for e in arch]
+    arch_index = defaultdict(list)
+    for i, e in enumerate(arch):
+        arch_index[e.key].append(i)
+    offsets = []
+    for a in arch:
+        cand = index.get(a.key, [])
+        k = bisect.bisect_left(cand, bisect.bisect_left(orc_ts, a.ts - MAX_SKEW_NS))
+        near = []
+        while k < len(cand) and orc_ts[cand[k]] <= a.ts + MAX_SKEW_NS and len(near) < 2:
+            near.append(cand[k])
+            k += 1
+        if len(near) != 1:
+            continue
+        own = arch_index[a.key]
+        lo = bisect.bisect_left(own, bisect.bisect_left(arch_ts, a.ts - MAX_SKEW_NS))
+        hi = bisect.bisect_right(own, bisect.bisect_right(arch_ts, a.ts + MAX_SKEW_NS) - 1)
+        if hi - lo == 1:
+            offsets.append(orc_ts[near[0]] - a.ts)
+    if len(offsets) < SKEW_SAMPLES:
+        return None
+    offsets.sort()
+    return offsets[len(offsets) // 2]
+
+
 def match_cpu(arch, orc):
     """In-order matching of the events of one CPU in the archive and the oracle.
 
@@ -178,15 +207,21 @@ def match_cpu(arch, orc):
     keys a period apart, so the first candidate in step may be the same
     key one period off: of the candidates, the one whose time offset is
     nearest to the usual offset between the two recordings (the median of
-    the last matches) is taken, and none that is far from it.
+    the last matches) is taken, and none that is far from it. The usual
+    offset is known from the first event on, estimated from the events
+    that are unambiguous: a task that repeats the same allocation within
+    a fraction of a millisecond at the start (a daemon opening and
+    renaming files) must not be matched to its next call.
     """
     index = defaultdict(list)
     for i, e in enumerate(orc):
         index[e.key].append(i)
     orc_ts = [e.ts for e in orc]
     pairs = []
-    recent = []              # the time offsets of the last matches, sorted
-    order = []               # the same, oldest first
+    skew0 = estimate_skew(arch, orc, index, orc_ts)
+    # the time offsets of the last matches: sorted, and oldest first
+    order = [skew0] * SKEW_SAMPLES if skew0 is not None else []
+    recent = list(order)
     j = -1
     for i, a in enumerate(arch):
         cand = index.get(a.key)
