@@ -75,7 +75,9 @@ need_tracefs() {
 # goes on tracing, with its events enabled, into every later test's kernel
 # (a second tracer on an event changes the stacks perf sees). The name
 # new_instance_name gives holds the test's pid; one whose process is alive
-# is left alone, so tests running side by side do not remove each other's.
+# and older than the instance is left alone, so tests running side by side
+# do not remove each other's (pids are reused: a process started after the
+# instance was made is not the test that made it).
 sweep_stale_instances() {
 	local d n pid
 	for d in "$TRACEFS"/instances/smtest_*_*_*; do
@@ -84,7 +86,12 @@ sweep_stale_instances() {
 		pid=${n%_*}
 		pid=${pid##*_}
 		[[ $pid =~ ^[0-9]+$ ]] || continue
-		[ -d "/proc/$pid" ] && continue
+		if [ -d "/proc/$pid" ]; then
+			local started made
+			started=$(process_start_time "$pid") || continue
+			made=$(stat -c %Y "$d" 2>/dev/null) || continue
+			[ "$started" -gt $((made + 1)) ] || continue
+		fi
 		echo "# removing instance $n, left by a test that is gone (pid $pid)" >&2
 		remove_instance "$n"
 	done
@@ -121,6 +128,19 @@ remove_instance() {
 		done < "$t"
 	done
 	rmdir "$d" 2>/dev/null
+}
+
+# process_start_time PID: when the process started, in seconds since the
+# epoch (btime is rounded and drifts from the wall clock: the boot's date is
+# taken from the uptime now).
+process_start_time() {
+	local stat up
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }	# the fields after the command name, from the state on
+	read -r up _ < /proc/uptime
+	# starttime is field 22 of the line, the 20th after the command name
+	awk -v now="$EPOCHREALTIME" -v up="$up" -v hz="$(getconf CLK_TCK)" \
+		'{ printf "%d\n", now - up + $20 / hz }' <<<"$stat"
 }
 
 # Write a config file: write_config FILE <<EOF ... EOF
