@@ -19,8 +19,8 @@ tmp=$(mktemp -d /tmp/smtest-compare-oracle.XXXXXX) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 echo "ffffffff81000000 T _stext" > "$tmp/kallsyms"
 
-# report FILE OFFSET_US: the common events, each 1 ms apart, OFFSET_US later
-# in the oracle; every one has its own fields and a stack
+# common OFFSET_US: the events both reports hold, each 1 ms apart, OFFSET_US
+# later in the oracle; every one has its own fields and a stack
 common() {
 	awk -v off="$1" 'BEGIN {
 		for (i = 0; i < 60; i++) {

@@ -79,7 +79,7 @@ need_tracefs() {
 # do not remove each other's (pids are reused: a process started after the
 # instance was made is not the test that made it).
 sweep_stale_instances() {
-	local d n pid
+	local d n pid started made
 	for d in "$TRACEFS"/instances/smtest_*_*_*; do
 		[ -d "$d" ] || continue
 		n=${d##*/}
@@ -87,7 +87,6 @@ sweep_stale_instances() {
 		pid=${pid##*_}
 		[[ $pid =~ ^[0-9]+$ ]] || continue
 		if [ -d "/proc/$pid" ]; then
-			local started made
 			started=$(process_start_time "$pid") || continue
 			made=$(stat -c %Y "$d" 2>/dev/null) || continue
 			[ "$started" -gt $((made + 1)) ] || continue

@@ -166,7 +166,7 @@ def in_step(arch, i, orc, p, count):
     return True
 
 
-def estimate_skew(arch, orc, index, orc_ts):
+def estimate_skew(arch, index, orc_ts):
     """The usual time offset between the two recordings of one CPU, from its
     unambiguous events: those whose key occurs once in each recording within
     MAX_SKEW_NS. None when there are fewer than SKEW_SAMPLES of them."""
@@ -218,7 +218,7 @@ def match_cpu(arch, orc):
         index[e.key].append(i)
     orc_ts = [e.ts for e in orc]
     pairs = []
-    skew0 = estimate_skew(arch, orc, index, orc_ts)
+    skew0 = estimate_skew(arch, index, orc_ts)
     # the time offsets of the last matches: sorted, and oldest first
     order = [skew0] * SKEW_SAMPLES if skew0 is not None else []
     recent = list(order)
