@@ -81,6 +81,7 @@ static int segment_args(int argc, char **argv, bool *ret_json, struct selection 
 			return -1;
 		}
 	}
+	sel->every_file = true;
 	if (selection_resolve(sel, argc - i, argv + i) < 0)
 		return -2;	/* the mistakes it refuses are of filters, which are not taken here */
 	*ret_json = json;

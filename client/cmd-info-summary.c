@@ -121,7 +121,9 @@ static void summary_print(const struct summary *s, bool json, struct json_writer
 		json_object_close(w);
 		return;
 	}
-	printf("host %s  boot %s  recording %s\n", s->host, s->boot, s->recording);
+	/* "?": a segment that does not say (one holding no record yet, with -v) */
+	printf("host %s  boot %s  recording %s\n", *s->host ? s->host : "?", *s->boot ? s->boot : "?",
+	       *s->recording ? s->recording : "?");
 	printf("  from %s to %s\n", fmt_date(a, s->first_usec), fmt_date(b, s->last_usec));
 	printf("  %" PRIu64 " segments, %.1f MiB", s->segments, (double)s->bytes / (1 << 20));
 	if (s->unfinished)
@@ -221,6 +223,7 @@ int cmd_info(int argc, char **argv)
 	}
 	summary = only_summary || names_directory(argc - optind, argv + optind);
 	each = !only_summary && (verbose || !summary);
+	sel.every_file = each;	/* a file that holds nothing is listed, not summed */
 	r = selection_resolve(&sel, argc - optind, argv + optind);
 	if (r < 0)
 		return selection_resolve_status(r);

@@ -32,6 +32,7 @@ struct seg_info {
 	uint64_t mtime_usec;
 	uint64_t last_ts;		/* of its last event by the INDEX; 0: unknown */
 	char *saved_by;			/* a crash capture: the boot that saved it */
+	bool nothing_yet;		/* a .part cut short before its first record */
 };
 
 static void closedirp(DIR **d)
@@ -42,6 +43,7 @@ static void closedirp(DIR **d)
 
 struct selection_state {
 	struct seg_info *info;		/* per path */
+	size_t nr_nothing_yet;		/* .part files skipped: no record in them yet */
 	bool *cpu_wanted;		/* per CPU: the last event passed */
 	size_t nr_cpus;
 	/* trace-clock window of the segment being read */
@@ -302,12 +304,18 @@ static void read_info(const char *path, struct seg_info *ret)
 	const struct segment_index *idx;
 	struct segment_record rec;
 	struct stat st;
+	int k;
 
 	if (stat(path, &st) == 0)
 		ret->mtime_usec = (uint64_t)st.st_mtim.tv_sec * USEC_PER_SEC +
 				  (uint64_t)st.st_mtim.tv_nsec / NSEC_PER_USEC;
-	if (segment_reader_open(path, &rd) < 0 || segment_reader_next(rd, &rec) != 1 ||
-	    rec.type != SEGMENT_REC_META || segment_meta_parse(&m, rec.data, rec.len) < 0)
+	if (segment_reader_open(path, &rd) < 0)
+		return;
+	k = segment_reader_next(rd, &rec);
+	/* a segment the daemon has just created, or one a kill left before it wrote anything */
+	ret->nothing_yet = segment_name_is_part(path) &&
+			   (k == 0 || (k == -EBADMSG && segment_reader_cut_short(rd)));
+	if (k != 1 || rec.type != SEGMENT_REC_META || segment_meta_parse(&m, rec.data, rec.len) < 0)
 		return;
 	ret->host = strdup(segment_meta_get(&m, "hostname") ?: "");
 	ret->boot = strdup(segment_meta_get(&m, "boot_id") ?: "");
@@ -531,6 +539,14 @@ static int group_paths(struct selection *s)
 	for (size_t i = 0; i < n; i++) {
 		if (!s->paths[i])
 			continue;
+		if (st->info[i].nothing_yet && !s->every_file) {
+			/* nothing to read, and no recording to group it with */
+			log_debug("'%s': holds no record yet, skipped", s->paths[i]);
+			info_free(&st->info[i]);
+			free(s->paths[i]);
+			st->nr_nothing_yet++;
+			continue;
+		}
 		info[m] = st->info[i];
 		in[m++] = s->paths[i];
 	}
@@ -614,6 +630,10 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 	r = selection_check_options(s, (unsigned int)MIN(nr_cpus, (uint64_t)STACKTAB_MAX_CPUS));
 	if (r < 0)
 		return r;
+	if (!s->nr_paths && s->state->nr_nothing_yet) {
+		log_err("no events matched: the only segments are unfinished and hold no record yet");
+		return -ENOENT;
+	}
 	if (!s->nr_paths) {
 		log_err("no events matched: no segment overlaps the time window");
 		return -ENOENT;

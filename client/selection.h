@@ -84,6 +84,7 @@ struct selection {
 	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
 	bool quiet_unfinished;		/* do not report .part segments as cut short */
 	bool markers;			/* keep the daemon's clock markers (--markers) */
+	bool every_file;		/* keep .part files that hold no record yet (verify, info) */
 
 	/* segments; set by selection_resolve() */
 	char **paths;

@@ -420,6 +420,18 @@ int segment_reader_open(const char *path, struct segment_reader **ret)
 	n = read_full(r->fd, p, sizeof(p), 0);
 	if (n < 0)
 		return (int)n;
+	if ((size_t)n < sizeof(p) && memcmp(p, SEGMENT_MAGIC, MIN((size_t)n, 8)) == 0) {
+		/*
+		 * Empty, or the start of a prologue: a writer stopped between
+		 * creating the file and writing its first bytes. That is a
+		 * segment cut short before its first record, not a foreign file.
+		 */
+		r->version = SEGMENT_VERSION;
+		r->state = cut_short(r, bad(r, 0, "prologue cut short: %zd of %d bytes", n,
+					    SEGMENT_PROLOGUE_SIZE));
+		*ret = steal_ptr(r);
+		return 0;
+	}
 	if ((size_t)n < sizeof(p) || memcmp(p, SEGMENT_MAGIC, 8) != 0 ||
 	    get_le32(p + 12) != crc32c(0, p, 12))
 		return -EBADMSG;

@@ -238,9 +238,12 @@ struct segment_reader;
 /*
  * Open a segment (finished or .part) for sequential reading. Fails only if
  * the file cannot be opened or read (-errno; -EINVAL if it is not a regular
- * file), or the prologue is invalid: -EBADMSG if it is missing, damaged or
- * not a segment's, -EPROTONOSUPPORT if it is intact but names another format
- * version. On success *ret owns the reader (free with segment_reader_free()).
+ * file), or the prologue is invalid: -EBADMSG if it is damaged or not a
+ * segment's, -EPROTONOSUPPORT if it is intact but names another format
+ * version. A file that is empty or holds only the start of a prologue opens:
+ * its reader fails at offset 0 as cut short (segment_reader_cut_short()),
+ * like a writer's unfinished record. On success *ret owns the reader (free
+ * with segment_reader_free()).
  */
 int segment_reader_open(const char *path, struct segment_reader **ret);
 

@@ -122,6 +122,18 @@ extra=$(comm -23 <(sort "$tmp/cut.heads") <(heads "$tmp/sm.txt" | sort) | head -
 printf '[archive]\ndirectory = %s\n' "$tmp/plain" > "$tmp/plain.conf"
 "$STACKMAPCTL" report -c "$tmp/plain.conf" > "$tmp/conf.txt" || fail "report of the configured archive failed"
 cmp -s "$tmp/conf.txt" "$tmp/sm.txt" || fail "the configured archive reads differently from its segment"
+# the next segment as the daemon has just created it (or a kill left it): empty.
+# Nothing to read, nothing to warn about; verify names it cut short.
+next_part=$tmp/plain/99999999-20261203T000000.smseg.part
+: > "$next_part"
+"$STACKMAPCTL" report -c "$tmp/plain.conf" > "$tmp/conf.txt" 2> "$tmp/conf.err" ||
+	fail "report of an archive with an empty .part exited $?: $(cat "$tmp/conf.err")"
+cmp -s "$tmp/conf.txt" "$tmp/sm.txt" || fail "an empty .part changes the report: $(head -3 "$tmp/conf.txt")"
+[ ! -s "$tmp/conf.err" ] || fail "an empty .part makes report warn: $(cat "$tmp/conf.err")"
+"$STACKMAPCTL" verify --json "$next_part" > "$tmp/empty-part.json"
+json "$tmp/empty-part.json" 'r["cut_short"] and r["records"] == 0' ||
+	fail "verify does not call an empty .part cut short: $(cat "$tmp/empty-part.json")"
+rm -f "$next_part"
 "$STACKMAPCTL" report --cpu x "$plain" > /dev/null 2>&1
 [ $? = 2 ] || fail "report --cpu x does not exit 2"
 exit 0
