@@ -57,9 +57,19 @@ markers() {
 overruns() {
 	cat "$TRACEFS/instances/$inst"/per_cpu/cpu*/stats | awk -F': ' '/^overrun/ { s += $2 } END { print s + 0 }'
 }
+# every_cpu_wrapped: each CPU's buffer has overwritten events (its oldest, marker 1's, are gone).
+every_cpu_wrapped() {
+	local f
+	for f in "$TRACEFS/instances/$inst"/per_cpu/cpu*/stats; do
+		[ "$(awk -F': ' '/^overrun/ { print $2 }' "$f")" -gt 0 ] || return 1
+	done
+}
 
 shopt -s nullglob
-conf 512K
+# 2 MiB per CPU: the load wraps it in 1 to 3 s, and it holds the last second
+# or more, so that the markers written just before a request are still there
+# when a slow (sanitized, busy) request arrives.
+conf 2M
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log" 'flight recorder on [0-9]+ CPUs'
 
 # Numbered markers; $tmp/last holds the number of the last one written.
@@ -77,14 +87,15 @@ writer=$!
 at_exit "kill $writer"
 
 # ---- nothing is written until asked ----
-sleep 3
+wait_until 60 every_cpu_wrapped || fail "the load did not fill every CPU's buffer in 60 s"
+sleep 1
 files=("$tmp"/archive/*)
 [ ${#files[@]} = 0 ] || fail "the flight recorder wrote without a request: ${files[*]}"
 ctl status --json > "$tmp/status.json" || { cat "$tmp/daemon.log"; fail "status"; }
 json "$tmp/status.json" 'r["mode"] == "flight" and r["segment"] is None and r["state"] == "recording"' ||
 	fail "status in flight mode: $(cat "$tmp/status.json")"
 [ "$(overruns)" -gt 0 ] || fail "the load did not fill the buffer (no overrun)"
-note "nothing written in 3 s; the kernel overwrote $(overruns) events"
+note "nothing written in ${SECONDS} s; the kernel overwrote $(overruns) events"
 
 # ---- a snapshot: the latest events, the overwritten ones counted as lost ----
 n1=$(last_marker) || exit 1
