@@ -630,12 +630,10 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 	r = selection_check_options(s, (unsigned int)MIN(nr_cpus, (uint64_t)STACKTAB_MAX_CPUS));
 	if (r < 0)
 		return r;
-	if (!s->nr_paths && s->state->nr_nothing_yet) {
-		log_err("no events matched: the only segments are unfinished and hold no record yet");
-		return -ENOENT;
-	}
 	if (!s->nr_paths) {
-		log_err("no events matched: no segment overlaps the time window");
+		log_err("no events matched: %s", s->state->nr_nothing_yet
+				? "the only segments are unfinished and hold no record yet"
+				: "no segment overlaps the time window");
 		return -ENOENT;
 	}
 	return 0;
