@@ -43,7 +43,7 @@ static void closedirp(DIR **d)
 
 struct selection_state {
 	struct seg_info *info;		/* per path */
-	size_t nr_nothing_yet;		/* .part files skipped: no record in them yet */
+	bool only_nothing_yet;		/* every path was a .part with no record yet */
 	bool *cpu_wanted;		/* per CPU: the last event passed */
 	size_t nr_cpus;
 	/* trace-clock window of the segment being read */
@@ -544,12 +544,13 @@ static int group_paths(struct selection *s)
 			log_debug("'%s': holds no record yet, skipped", s->paths[i]);
 			info_free(&st->info[i]);
 			free(s->paths[i]);
-			st->nr_nothing_yet++;
+			st->only_nothing_yet = true;
 			continue;
 		}
 		info[m] = st->info[i];
 		in[m++] = s->paths[i];
 	}
+	st->only_nothing_yet &= m == 0;
 	n = m;
 	for (size_t i = 0; i < n; i++) {
 		o[i] = (struct path_order){ .idx = i, .i = &info[i] };
@@ -631,7 +632,7 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 	if (r < 0)
 		return r;
 	if (!s->nr_paths) {
-		log_err("no events matched: %s", s->state->nr_nothing_yet
+		log_err("no events matched: %s", s->state->only_nothing_yet
 				? "the only segments are unfinished and hold no record yet"
 				: "no segment overlaps the time window");
 		return -ENOENT;
