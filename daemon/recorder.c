@@ -267,6 +267,20 @@ static int keep_buffered(struct recorder *rec)
 	return 0;
 }
 
+/* The configured sub-buffer size; a default the kernel refuses leaves its own. Logs. */
+static int setup_subbuf(struct recorder *rec)
+{
+	int r = tracing_setup_subbuf(rec->tracing);
+
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot set the ring buffer's sub-buffer size");
+	if (tracing_subbuf_refused(rec->tracing))
+		log_errno(LOG_WARNING, -tracing_subbuf_refused(rec->tracing),
+			  "the kernel refused the default sub-buffer size of %" PRIu64
+			  " KiB; recording with its own", rec->cfg->subbuf_size_kb);
+	return 0;
+}
+
 /*
  * After a boot capture was saved: the configured sub-buffer size, with a
  * segment of its own (a segment's head names its page size) and readers
@@ -286,9 +300,9 @@ static int switch_subbuf(struct recorder *rec)
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		rec->readers[i] = cpu_reader_free(rec->readers[i]);
 	rec->nr_readers = 0;
-	r = tracing_setup_subbuf(rec->tracing);
+	r = setup_subbuf(rec);
 	if (r < 0)
-		return log_errno(LOG_ERR, r, "cannot set the ring buffer's sub-buffer size");
+		return r;
 	r = recorder_setup_layout(rec);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot read the ring-buffer page format");
@@ -321,11 +335,9 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	 * its events are saved (switch_subbuf()).
 	 */
 	if (recorder_flight(rec) || !tracing_buffer_has_data(rec->tracing)) {
-		r = tracing_setup_subbuf(rec->tracing);
-		if (r < 0) {
-			log_errno(LOG_ERR, r, "cannot set the ring buffer's sub-buffer size");
+		r = setup_subbuf(rec);
+		if (r < 0)
 			goto fail;
-		}
 	}
 	r = load_kernel_facts(rec);
 	if (r < 0)

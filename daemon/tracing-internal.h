@@ -43,6 +43,7 @@ struct tracing {
 	int nr_cpus;
 	int marker_fd;
 	bool saved_failed;		/* the state file could not be written (logged once) */
+	int subbuf_refused;		/* errno of the kernel refusing the default sub-buffer size */
 
 	struct undo *undo;
 	size_t n_undo;

@@ -404,7 +404,7 @@ static uint64_t subbuf_wanted(struct tracing *t)
 	char path[PATH_MAX];
 	int have;
 
-	if (!want)
+	if (!want || t->subbuf_refused)
 		return 0;
 	/* the default only where the kernel can change the size (Linux 6.8) */
 	if (t->config->subbuf_size_auto &&
@@ -447,6 +447,7 @@ int tracing_setup_subbuf(struct tracing *t)
 	_cleanup_free_ char *cur = NULL;
 	char path[PATH_MAX], value[32];
 	uint64_t want = subbuf_wanted(t);
+	size_t mark = t->n_undo;
 	int r;
 
 	if (!want)
@@ -464,7 +465,22 @@ int tracing_setup_subbuf(struct tracing *t)
 		return r;
 	(void)snprintf(value, sizeof(value), "%" PRIu64, want);
 	r = tracing_change(t, path, value, cur, true);
+	if (r < 0 && t->config->subbuf_size_auto && r != -ENOMEM) {
+		/* the default is only a default: the kernel's own size will do */
+		tracing_undo_to(t, mark);
+		if (t->n_undo)
+			tracing_saved_write(t);
+		else
+			tracing_saved_remove(t);
+		t->subbuf_refused = -r;
+		return 0;
+	}
 	return r < 0 ? r : 1;
+}
+
+int tracing_subbuf_refused(struct tracing *t)
+{
+	return t->subbuf_refused;
 }
 
 int tracing_setup_buffer(struct tracing *t)

@@ -95,13 +95,21 @@ int tracing_setup_buffer(struct tracing *t);
  * Set the ring buffer's sub-buffer size to the configured one (undone at
  * exit). Changing it empties the buffer, and every page read afterwards
  * has the new size. Returns 1 if it changed, 0 if it already had that
- * size or none is configured, -EOPNOTSUPP if the kernel cannot change it
+ * size, none is configured or the kernel refused the default size
+ * (tracing_subbuf_refused()), -EOPNOTSUPP if the kernel cannot change it
  * (before Linux 6.8), other -errno.
  */
 int tracing_setup_subbuf(struct tracing *t);
 
 /* Whether tracing_setup_subbuf() would change the sub-buffer size. */
 bool tracing_subbuf_pending(struct tracing *t);
+
+/*
+ * The errno with which the kernel refused the default sub-buffer size
+ * (subbuf_size not configured), 0 if it did not. A refused default is not
+ * an error: tracing_setup_subbuf() returned 0 and the kernel's size stays.
+ */
+int tracing_subbuf_refused(struct tracing *t);
 
 /*
  * Undo every change in reverse order and remove the instance if we

@@ -6,7 +6,9 @@
  * it off; a run that ends without restoring (a child that exits at once,
  * as kill -9 would) leaves the file, and the next run adopts it and puts
  * back the original at its clean stop; a file of another instance is put
- * back at start; a damaged file is set aside.
+ * back at start; a damaged file is set aside. A default sub-buffer size the
+ * kernel refuses leaves the kernel's size and nothing to put back; a
+ * configured one it refuses is an error.
  */
 #include <sys/wait.h>
 
@@ -227,11 +229,56 @@ static void test_damaged(void)
 	test_rmtree(dir);
 }
 
+/*
+ * buffer_subbuf_size_kb that reads but cannot be written (a kernel that
+ * refuses the change): /proc/version answers a write with EIO.
+ */
+static void test_subbuf_refused(void)
+{
+	_cleanup_free_ char *dir = new_tree(), *link = NULL;
+	struct fixture f;
+	struct tracing *t = NULL;
+	char *saved;
+
+	CHECK(strprintf(&link, "%s/buffer_subbuf_size_kb", dir) >= 0);
+	CHECK(symlink("/proc/version", link) == 0);
+	put(dir, "buffer_size_kb", "1408\n");
+
+	for (int configured = 0; configured < 2; configured++) {
+		fixture_init(&f, dir, NULL);
+		f.c.subbuf_size_kb = 8;
+		f.c.subbuf_size_auto = !configured;
+		CHECK(tracing_open(dir, &f.c, &t) == 0);
+		if (!t)
+			return;
+		CHECK(tracing_subbuf_pending(t));
+		if (!configured) {
+			CHECK_MSG(tracing_setup_subbuf(t) == 0, "a refused default is not an error");
+			CHECK(tracing_subbuf_refused(t) == EIO);
+			CHECK_MSG(!tracing_subbuf_pending(t), "a refused default is not tried again");
+			CHECK(tracing_setup_subbuf(t) == 0);
+		} else {
+			CHECK(tracing_setup_subbuf(t) == -EIO);
+			CHECK(tracing_subbuf_refused(t) == 0);
+		}
+		EXPECT_FILE(dir, "buffer_size_kb", "1408");
+		saved = get(dir, "run/control.tracefs");
+		CHECK_MSG(configured || !strstr(saved, "buffer_s"), "nothing changed, nothing to put back: %s", saved);
+		free(saved);
+		tracing_restore(t);
+		CHECK(!exists(dir, "run/control.tracefs"));
+		tracing_free(t);
+		t = NULL;
+	}
+	test_rmtree(dir);
+}
+
 int main(void)
 {
 	log_set_max_level(LOG_CRIT);
 	test_stop_during_strict_reset();
 	test_crash_then_restart();
 	test_damaged();
+	test_subbuf_refused();
 	return tests_done("test-tracing-saved");
 }
