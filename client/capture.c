@@ -37,7 +37,9 @@ int capture_describe(const struct segment_meta *meta, uint64_t span_ns, char *bu
 	(void)segment_meta_u64(meta, "capture_stop_usec", &stop);
 	format_date(clean && stop ? stop : last, date, sizeof(date));
 	(void)snprintf(buf, len, "previous boot %s, %s at %s, last %.1f s%s", boot ?: "?",
-		       clean ? "the daemon stopped cleanly" : "ended without a clean stop", date,
+		       clean ? "the daemon stopped cleanly" :
+		       end && streq(end, "unknown") ? "its markers overwritten: ended" :
+						      "ended without a clean stop", date,
 		       (double)span_ns / 1e9,
 		       streq(segment_meta_get(meta, "capture_kernel_changed") ?: "no", "yes") ?
 		       " (another kernel: symbols may be wrong)" : "");

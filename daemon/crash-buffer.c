@@ -27,6 +27,7 @@ struct crash_buffer {
 	struct tracefs_instance *instance;
 	int marker_fd;
 	bool armed;
+	int record_error;			/* the armed record could not be written */
 };
 
 void crash_previous_done(struct crash_previous *p)
@@ -230,6 +231,43 @@ static int parse_marker(struct crash_previous *p, const char *text, uint64_t ts)
 	return 0;
 }
 
+static int record_path(const struct crash_buffer *cb, char **ret)
+{
+	return strprintf(ret, "%s/" CRASH_ARMED_RECORD, cb->cfg->directory);
+}
+
+/*
+ * No marker left (the buffer wrapped on every CPU between two clock
+ * markers): the armed record names the boot that recorded what the buffer
+ * holds, since that boot emptied it before writing the record.
+ */
+static int previous_from_record(struct crash_buffer *cb, const char *this_boot_id,
+				struct crash_previous *p)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	char id[64] = "", release[128] = "", *version;
+
+	if (record_path(cb, &path) < 0)
+		return -ENOMEM;
+	if (read_file(path, &text, NULL) < 0)
+		return 0;
+	if (sscanf(text, "boot %63s release %127s", id, release) != 2 ||
+	    (this_boot_id && streq(id, this_boot_id)))
+		return 0;
+	version = strstr(text, " version ");
+	if (version) {
+		version += strlen(" version ");
+		version[strcspn(version, "\n")] = '\0';
+	}
+	p->boot_id = strdup(id);
+	p->kernel_release = strdup(release);
+	p->kernel_version = version ? strdup(version) : NULL;
+	if (!p->boot_id || !p->kernel_release || (version && !p->kernel_version))
+		return -ENOMEM;
+	p->markers_lost = true;
+	return 0;
+}
+
 int crash_buffer_read_previous(struct crash_buffer *cb, const char *this_boot_id,
 			       struct crash_previous *ret)
 {
@@ -268,6 +306,8 @@ int crash_buffer_read_previous(struct crash_buffer *cb, const char *this_boot_id
 	if (r == 0 && p.boot_id && this_boot_id && streq(p.boot_id, this_boot_id)) {
 		free(p.boot_id);
 		p.boot_id = NULL;
+	} else if (r == 0 && !p.boot_id && p.lines) {
+		r = previous_from_record(cb, this_boot_id, &p);
 	}
 	if (r < 0) {
 		crash_previous_done(&p);
@@ -405,6 +445,23 @@ static int arm_event(struct crash_buffer *cb, const struct config_event *ev)
 	return write_in(cb, cmd, "1");
 }
 
+static int write_record(struct crash_buffer *cb, const char *boot_id, const char *release,
+			const char *version)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+
+	if (record_path(cb, &path) < 0 ||
+	    strprintf(&text, "boot %s release %s version %s\n", boot_id ?: "unknown",
+		      release ?: "unknown", version ?: "unknown") < 0)
+		return -ENOMEM;
+	return write_file_atomic(path, text, strlen(text));
+}
+
+int crash_buffer_record_error(const struct crash_buffer *cb)
+{
+	return cb ? cb->record_error : 0;
+}
+
 int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *release,
 		     const char *version, const char *clock)
 {
@@ -429,6 +486,9 @@ int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *r
 	 */
 	if (r == 0 && !option_is(cb, "options/overwrite", "1"))
 		return -EUCLEAN;
+	/* empty, not yet recording: whatever it holds from now on is this boot's */
+	if (r == 0)
+		cb->record_error = write_record(cb, boot_id, release, version);
 	if (r == 0)
 		r = write_in(cb, "options/stacktrace", cb->cfg->stacktrace_all ? "1" : "0");
 	for (unsigned i = 0; r == 0 && i < cb->cfg->nr_events; i++)

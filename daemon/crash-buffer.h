@@ -27,6 +27,14 @@ struct tracefs_instance;
 
 #define CRASH_MARKER_PREFIX "stackmapd: crash "
 
+/*
+ * The armed record, a file in the archive directory: "boot ID release R
+ * version V", the last boot that armed the buffer. It is written once the
+ * buffer is empty and before it records, so whatever the buffer holds at
+ * the next boot is that boot's, also when overwriting took every marker.
+ */
+#define CRASH_ARMED_RECORD ".crash-armed"
+
 /* What the previous boot left in the buffer, as its markers tell. */
 struct crash_previous {
 	char *boot_id;			/* NULL: no boot marker (nothing of ours) */
@@ -40,6 +48,7 @@ struct crash_previous {
 	int64_t text_delta;		/* last_boot_info: this boot's text minus that one's */
 	bool text_delta_known;
 	uint64_t lines;			/* event lines in the trace file */
+	bool markers_lost;		/* none left: boot and kernel from the armed record */
 	uint64_t *overlap;		/* per CPU: last trace time already archived; 0 none */
 	unsigned nr_overlap;		/* set by the recorder (recorder-crash.c) */
 };
@@ -68,16 +77,19 @@ struct tracefs_instance *crash_buffer_instance(const struct crash_buffer *cb);
 
 /*
  * Read the markers the buffer holds (its trace file; nothing is consumed)
- * and last_boot_info. A buffer without our boot marker, or with the
- * marker of this_boot_id (a daemon restart in the same boot), has
- * nothing of a previous boot: ret->boot_id stays NULL. Returns 0 or -errno.
+ * and last_boot_info. A buffer with the markers of this_boot_id (a daemon
+ * restart in the same boot) has nothing of a previous boot: ret->boot_id
+ * stays NULL. A buffer that holds lines but no marker of ours takes the
+ * boot and kernel of the armed record, with markers_lost set, unless the
+ * record names this boot or there is none. Returns 0 or -errno.
  */
 int crash_buffer_read_previous(struct crash_buffer *cb, const char *this_boot_id,
 			       struct crash_previous *ret);
 
 /*
  * Start the black box for this boot: tracing off, buffer cleared, the
- * trace clock of the recording, overwrite on, the events (with their
+ * armed record written (crash_buffer_record_error()), the trace clock of
+ * the recording, overwrite on, the events (with their
  * filters) and stack traces of the config, tracing on, then the boot
  * marker (boot id, kernel release and version) and a first clock marker.
  * Returns 0, -EUCLEAN when the instance is not in overwrite mode (it
@@ -85,6 +97,12 @@ int crash_buffer_read_previous(struct crash_buffer *cb, const char *this_boot_id
  */
 int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *release,
 		     const char *version, const char *clock);
+
+/*
+ * The -errno of writing the armed record at the last crash_buffer_arm(),
+ * 0 if it was written. Without it the next boot needs a surviving marker.
+ */
+int crash_buffer_record_error(const struct crash_buffer *cb);
 
 /* Keep these tasks (the daemon's) out of the crash buffer. Returns 0 or -errno. */
 int crash_buffer_exclude_pids(struct crash_buffer *cb, const int *pids, size_t n);

@@ -64,7 +64,8 @@ int recorder_crash_meta(struct recorder *rec, struct buf *m)
 			  "\ncapture_last_ts=%" PRIu64
 			  "\ncapture_stop_ts=%" PRIu64 "\ncapture_text_delta=%" PRId64
 			  "\ncapture_kernel_changed=%s\ncapture_current_boot_id=%s\n",
-			  p->clean ? "clean" : "unclean", first, last, stop, p->last_ts, p->stop_ts,
+			  p->markers_lost ? "unknown" : p->clean ? "clean" : "unclean", first, last,
+			  stop, p->last_ts, p->stop_ts,
 			  p->text_delta, kernel_changed(rec, p) ? "yes" : "no",
 			  rec->boot_id ?: "");
 }
@@ -87,6 +88,8 @@ int recorder_crash_segment_begin(struct recorder *rec, struct archive_segment *s
 	r = strprintf(&note, "crash capture: the last %s of boot %s, saved from the crash buffer "
 		      "at the next boot (%s); %s",
 		      p->nr_pairs ? "seconds" : "events", p->boot_id, rec->boot_id ?: "unknown",
+		      p->markers_lost ? "the events overwrote every marker: how the boot ended "
+					"and the wall-clock times are not known" :
 		      p->clean ? "the daemon had stopped cleanly" :
 				 "the boot ended without a clean stop of the daemon");
 	if (r < 0)
@@ -338,7 +341,8 @@ static int save_previous(struct recorder *rec, const char *clock, struct crash_p
 						  prev->last_ts - lp->trace : 0), when, sizeof(when));
 	}
 	log_notice("saved the crash buffer of the previous boot %s (%s at %s) as '%s'",
-		   prev->boot_id, prev->clean ? "the daemon had stopped cleanly" :
+		   prev->boot_id, prev->markers_lost ? "its markers overwritten, named by the "
+		   "armed record" : prev->clean ? "the daemon had stopped cleanly" :
 		   "ended without a clean stop", when, path ?: "?");
 	rec->crash_captured++;
 	return 0;
@@ -386,7 +390,7 @@ int recorder_crash_start(struct recorder *rec)
 		(void)save_previous(rec, clock, &prev);
 	else if (prev.lines)
 		log_info("the crash buffer holds %" PRIu64 " lines of this boot or of no stackmapd "
-			 "run: not saved", prev.lines);
+			 "run (no marker, no armed record of another boot): not saved", prev.lines);
 	crash_previous_done(&prev);
 
 	/* the recording's clock, so that both can be compared at the next boot */
@@ -404,6 +408,11 @@ int recorder_crash_start(struct recorder *rec)
 	}
 	log_info("crash buffer armed: %" PRIu64 " KiB per CPU in instance '%s'",
 		 crash_buffer_cpu_bytes(rec->crash) / 1024, CONFIG_CRASH_INSTANCE);
+	r = crash_buffer_record_error(rec->crash);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot write the armed record '%s/%s': at the next boot "
+			  "the crash buffer is saved only if one of its markers is left, continuing",
+			  rec->cfg->directory, CRASH_ARMED_RECORD);
 	r = sd_event_add_time_relative(rec->event, &rec->crash_timer, CLOCK_MONOTONIC,
 				       rec->cfg->crash_clock_interval_usec, 0, on_crash_timer, rec);
 	if (r >= 0)

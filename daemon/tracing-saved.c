@@ -13,7 +13,6 @@
  */
 #include <ctype.h>
 #include <fcntl.h>
-#include <libgen.h>
 
 #include "buf.h"
 #include "config.h"
@@ -122,38 +121,6 @@ static int format(const struct tracing *t, struct buf *b)
 	return r;
 }
 
-/* Write path's new content through a temporary file, fsync'ed, renamed over it. */
-static int write_atomic(const char *path, const void *data, size_t len)
-{
-	_cleanup_free_ char *tmp = NULL, *dcopy = NULL;
-	_cleanup_close_ int fd = -1, dfd = -1;
-	int r;
-
-	r = strprintf(&tmp, "%s.new", path);
-	if (r < 0)
-		return r;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, data, len);
-	if (r >= 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r >= 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		(void)unlink(tmp);
-		return r;
-	}
-	/* the rename itself must reach the disk before the change it protects */
-	dcopy = strdup(path);
-	if (!dcopy)
-		return -ENOMEM;
-	dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fsync(dfd) < 0)
-		return -errno;
-	return 0;
-}
-
 void tracing_saved_write(struct tracing *t)
 {
 	struct buf b = { 0 };
@@ -164,7 +131,7 @@ void tracing_saved_write(struct tracing *t)
 		return;
 	r = format(t, &b);
 	if (r >= 0)
-		r = write_atomic(path, b.data, b.len);
+		r = write_file_atomic(path, b.data, b.len);
 	buf_done(&b);
 	if (r < 0 && !t->saved_failed) {
 		t->saved_failed = true;

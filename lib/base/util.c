@@ -6,6 +6,7 @@
  */
 #include <assert.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -154,6 +155,37 @@ int write_file(const char *path, const char *s)
 	if (fd < 0)
 		return -errno;
 	return write_all(fd, s, strlen(s));
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len)
+{
+	_cleanup_free_ char *tmp = NULL, *dcopy = NULL;
+	_cleanup_close_ int fd = -1, dfd = -1;
+	int r;
+
+	r = strprintf(&tmp, "%s.new", path);
+	if (r < 0)
+		return r;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, data, len);
+	if (r >= 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r >= 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlink(tmp);
+		return r;
+	}
+	/* the rename itself must reach the disk before the change it protects */
+	dcopy = strdup(path);
+	if (!dcopy)
+		return -ENOMEM;
+	dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0)
+		return -errno;
+	return 0;
 }
 
 int writev_all(int fd, struct iovec *iov, int n)

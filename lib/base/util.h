@@ -193,6 +193,13 @@ int strextendf(char **s, const char *fmt, ...) _printf_(2, 3);
 int read_file(const char *path, char **ret, size_t *ret_len);
 
 /*
+ * Replace path's content with len bytes of data, crash-safe: through
+ * path.new, fsync'ed, renamed over path, and the directory fsync'ed.
+ * Returns 0 or -errno (path.new is removed on failure).
+ */
+int write_file_atomic(const char *path, const void *data, size_t len);
+
+/*
  * Read up to len bytes into buf: at offset off with pread(), or with read()
  * at the file position when off is -1; retries on EINTR and short reads.
  * Returns the number read (short only at EOF) or -errno.

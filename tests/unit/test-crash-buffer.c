@@ -4,8 +4,9 @@
  * tree: whether a kernel has the boot-mapped instance, the markers of a
  * previous boot read back from its trace file (boot id, kernel, clock
  * pairs, a clean stop, a restart, an overwritten boot marker, this boot's
- * own markers), and arming: the files it writes, and the refusal to touch
- * an instance that is not in overwrite mode.
+ * own markers; none left, and the armed record names the boot), and
+ * arming: the files it writes (the armed record too), and the refusal to
+ * touch an instance that is not in overwrite mode.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -116,6 +117,8 @@ static void read_prev(const char *trace, const char *this_boot, struct crash_pre
 	CHECK(strprintf(&text, "%s%s", trace_head, trace) == 0);
 	put(I "trace", text);
 	CHECK(config_init(&c) == 0);
+	free(c.directory);
+	c.directory = strdup(root);		/* the armed record's */
 	CHECK(crash_buffer_open(root, &c, &cb) == 0);
 	*p = (struct crash_previous){};
 	if (cb)
@@ -184,8 +187,42 @@ static void test_read_previous(void)
 	CHECK(!p.boot_id);
 	crash_previous_done(&p);
 	read_prev("  smload-82 [000] .....  6.2: kmem_cache_alloc: call_site=x ptr=y\n", NULL, &p);
-	CHECK(!p.boot_id && p.lines == 1);
+	CHECK(!p.boot_id && p.lines == 1 && !p.markers_lost);
 	crash_previous_done(&p);
+
+	/* every marker overwritten: the armed record names the boot */
+	put(CRASH_ARMED_RECORD, "boot " BOOT1 " release 6.12.117-stackmap version #1 SMP Sun\n");
+	read_prev("  smload-82 [000] .....  6.2: kmem_cache_alloc: call_site=x ptr=y\n"
+		  "  smload-82 [001] .....  6.900000: kmem_cache_alloc: call_site=x ptr=z\n", NULL, &p);
+	CHECK_MSG(p.boot_id && streq(p.boot_id, BOOT1), "%s", p.boot_id);
+	CHECK(p.markers_lost && !p.clean && !p.nr_pairs);
+	CHECK(p.kernel_release && streq(p.kernel_release, "6.12.117-stackmap"));
+	CHECK_MSG(p.kernel_version && streq(p.kernel_version, "#1 SMP Sun"), "'%s'",
+		  p.kernel_version);
+	CHECK(p.lines == 2 && p.last_ts == UINT64_C(6900000000));
+	crash_previous_done(&p);
+	/* ... unless it names this boot, or the buffer is empty; a marker wins over it */
+	read_prev("  smload-82 [000] .....  6.2: kmem_cache_alloc: call_site=x ptr=y\n", BOOT1, &p);
+	CHECK(!p.boot_id && !p.markers_lost);
+	crash_previous_done(&p);
+	read_prev("", NULL, &p);
+	CHECK(!p.boot_id && !p.markers_lost);
+	crash_previous_done(&p);
+	read_prev("  stackmapd-70 [000] .....  7.0: tracing_mark_write: stackmapd: crash clock "
+		  "1796195017027100000 6027100000 f93f6385-58a1-4d01-b7e4-0e4458827a80 release r\n",
+		  NULL, &p);
+	CHECK(p.boot_id && startswith(p.boot_id, "f93f6385") && !p.markers_lost);
+	crash_previous_done(&p);
+	put(CRASH_ARMED_RECORD, "damaged\n");
+	read_prev("  smload-82 [000] .....  6.2: kmem_cache_alloc: call_site=x ptr=y\n", NULL, &p);
+	CHECK(!p.boot_id && !p.markers_lost);
+	crash_previous_done(&p);
+	{
+		_cleanup_free_ char *path = NULL;
+
+		CHECK(strprintf(&path, "%s/" CRASH_ARMED_RECORD, root) == 0);
+		CHECK(unlink(path) == 0);
+	}
 }
 
 static void test_arm(void)
@@ -198,6 +235,8 @@ static void test_arm(void)
 	CHECK(config_load_string(&c, "t", "[trace]\nevents = kmem:kmem_cache_alloc\n"
 				 "stacktrace = all\n[crash]\nbuffer_size = 4M\n", &err) == 0);
 	free(err);
+	free(c.directory);
+	c.directory = strdup(root);
 	CHECK(crash_buffer_open(root, &c, &cb) == 0);
 	if (!cb) {
 		config_done(&c);
@@ -214,6 +253,9 @@ static void test_arm(void)
 	v = get(I "options/overwrite");
 	CHECK_MSG(streq(v, "0\n"), "the option was written: %s", v);
 	free(v);
+	v = get(CRASH_ARMED_RECORD);
+	CHECK_MSG(streq(v, "(unreadable)"), "an armed record for an unarmed buffer: %s", v);
+	free(v);
 
 	put(I "options/overwrite", "1\n");
 	CHECK(crash_buffer_arm(cb, BOOT1, "6.12.117-stackmap", "#1 SMP", "local") == 0);
@@ -227,6 +269,10 @@ static void test_arm(void)
 	v = get(I "events/kmem/kmem_cache_alloc/enable");
 	CHECK(streq(v, "1"));
 	free(v);
+	v = get(CRASH_ARMED_RECORD);
+	CHECK_MSG(streq(v, "boot " BOOT1 " release 6.12.117-stackmap version #1 SMP\n"), "%s", v);
+	free(v);
+	CHECK(crash_buffer_record_error(cb) == 0);
 	/* the clock already in use is not written again */
 	v = get(I "trace_clock");
 	CHECK_MSG(streq(v, "[local] global counter\n"), "%s", v);

@@ -14,15 +14,19 @@
 # (check-crash.py); info and list say how the boot ended, status that
 # the crash buffer is armed again, report --boot -1 --last 3s gives the
 # last seconds directly, the segment hook runs for the capture, and
-# stackmapd --check warns on a kernel booted without the arguments.
+# stackmapd --check warns on a kernel booted without the arguments. A
+# fourth case panics after the load overwrote every marker of the daemon:
+# the capture is saved all the same, under the boot its armed record names.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib-vm.sh"
 
 need_vm
 W=$(vm_workdir)
 
+# run_case NAME END STACKMAP BOOT_CAPTURE [CLOCK_INTERVAL CRASH_SIZE SECONDS]
 run_case() {
-	local end=$1 stackmap=$2 boot_capture=$3 d=$W/$1 cmdline t0 rc seg
+	local name=$1 end=$2 stackmap=$3 boot_capture=$4 interval=${5:-100ms} size=${6:-4M}
+	local secs=${7:-2} d=$W/$1 cmdline t0 rc seg
 	mkdir -p "$d"
 	cp "$W"/stackmapd "$W"/stackmapctl "$W"/smload "$W"/guest-*.sh "$d/"
 	printf '#!/bin/sh\necho "$1" >> %s/hooked.txt\n' "$d" > "$d/hook.sh"
@@ -45,13 +49,13 @@ hook = $d/hook.sh
 [control]
 socket = /run/smtest-crash.sock
 [crash]
-buffer_size = 4M
-clock_interval = 100ms
+buffer_size = $size
+clock_interval = $interval
 CONF
 	cmdline=$("$STACKMAPCTL" boot-cmdline -c "$d/crash.conf") ||
 		fail "stackmapctl boot-cmdline failed"
 	case "$cmdline" in
-	*reserve_mem=4M:4096:stackmapd_crash*trace_instance=stackmapd_crash^traceoff@stackmapd_crash,kmem:kmem_cache_alloc*) ;;
+	*reserve_mem=$size:4096:stackmapd_crash*trace_instance=stackmapd_crash^traceoff@stackmapd_crash,kmem:kmem_cache_alloc*) ;;
 	*) fail "boot-cmdline has no crash buffer arguments: $cmdline" ;;
 	esac
 	# the panic with everything boot-cmdline prints (boot capture too: its probes
@@ -62,54 +66,59 @@ CONF
 			  tr '\n' ' ')
 	t0=$(now_s)
 	vm_run "$d" --smp 2 --reboots 1 --timeout 300 --append "$cmdline" \
-		-- "$d/guest-crash.sh" "$d/crash.conf" "$end" 2 > "$d/vm.log" 2>&1
+		-- "$d/guest-crash.sh" "$d/crash.conf" "$end" "$secs" > "$d/vm.log" 2>&1
 	rc=$?
-	note "$end: guest runs $(elapsed "$t0") s (exit status $rc)"
-	[ $rc -eq 0 ] || { cat "$d/vm.log" "$d"/stackmapd*.log; fail "$end: the guest part failed"; }
+	note "$name: guest runs $(elapsed "$t0") s (exit status $rc)"
+	[ $rc -eq 0 ] || { cat "$d/vm.log" "$d"/stackmapd*.log; fail "$name: the guest part failed"; }
 	# not anchored: after a warm reboot the guest's output may begin with stale bytes
 	grep -q 'boot 2: stackmapd exit status 0' "$d/vm.log" ||
-		{ cat "$d/vm.log" "$d"/stackmapd*.log; fail "$end: stackmapd failed in boot 2"; }
+		{ cat "$d/vm.log" "$d"/stackmapd*.log; fail "$name: stackmapd failed in boot 2"; }
 	grep -q -l 'capture=crash' "$d"/archive/*.smseg ||
-		{ cat "$d/stackmapd2.log"; fail "$end: the crash buffer was not saved"; }
+		{ cat "$d/stackmapd2.log"; fail "$name: the crash buffer was not saved"; }
 
 	# exit status 1 when stack ids are unresolved: the live segment the panic cut
 	# short lost its stack-map tables (the capture's full stacks are checked)
 	TZ=UTC "$STACKMAPCTL" report --wall "$d/archive" > "$d/wall.report" 2>"$d/report.err"
 	[ $? -le 1 ] && [ -s "$d/wall.report" ] ||
-		{ cat "$d/report.err"; fail "$end: report of the archive failed"; }
+		{ cat "$d/report.err"; fail "$name: report of the archive failed"; }
 	"$STACKMAPCTL" report "$d/archive" > "$d/trace.report" 2>>"$d/report.err"
-	[ $? -le 1 ] && [ -s "$d/trace.report" ] || fail "$end: report of the archive failed"
+	[ $? -le 1 ] && [ -s "$d/trace.report" ] || fail "$name: report of the archive failed"
 	python3 "$top_srcdir/tests/vm/check-crash.py" "$d/wall.report" "$d/trace.report" \
 		"$(cat "$d/boot1.id")" "$(cat "$d/last-marker.txt")" ||
-		fail "$end: the crash capture is not as it should be"
+		fail "$name: the crash capture is not as it should be"
 
 	seg=$(grep -l 'capture=crash' "$d"/archive/*.smseg | head -1)
-	[ -n "$seg" ] || fail "$end: no segment is marked as a crash capture"
+	[ -n "$seg" ] || fail "$name: no segment is marked as a crash capture"
 	grep -qx "$seg" "$d/hooked.txt" ||
-		fail "$end: the hook did not run for the capture: $(cat "$d/hooked.txt" 2>&1)"
-	TZ=UTC "$STACKMAPCTL" info "$seg" > "$d/info" || fail "$end: info failed"
-	if [ "$end" = clean ]; then
+		fail "$name: the hook did not run for the capture: $(cat "$d/hooked.txt" 2>&1)"
+	TZ=UTC "$STACKMAPCTL" info "$seg" > "$d/info" || fail "$name: info failed"
+	if [ "$name" = lost ]; then
+		grep -q 'named by the armed record' "$d/stackmapd2.log" ||
+			{ cat "$d/stackmapd2.log"; fail "$name: a marker was left: the case needs none"; }
+		grep -q '^capture: *previous boot .*, its markers overwritten: ended at ' "$d/info" ||
+			{ cat "$d/info"; fail "$name: info does not say the markers were overwritten"; }
+	elif [ "$end" = clean ]; then
 		grep -q '^capture: *previous boot .*, the daemon stopped cleanly at ' "$d/info" ||
-			{ cat "$d/info"; fail "$end: info does not say the daemon stopped cleanly"; }
+			{ cat "$d/info"; fail "$name: info does not say the daemon stopped cleanly"; }
 	else
 		grep -q '^capture: *previous boot .*, ended without a clean stop at ' "$d/info" ||
-			{ cat "$d/info"; fail "$end: info does not say the boot ended without a clean stop"; }
+			{ cat "$d/info"; fail "$name: info does not say the boot ended without a clean stop"; }
 	fi
 	grep '^capture:' "$d/info"
 	grep -q 'configuration is valid' "$d/check.out" && ! grep -q 'crash.buffer_size:' "$d/check.out" ||
-		{ cat "$d/check.out"; fail "$end: --check in the guest: $(cat "$d/check.out")"; }
+		{ cat "$d/check.out"; fail "$name: --check in the guest: $(cat "$d/check.out")"; }
 	grep -q '^  crash capture: previous boot ' "$d/list.out" ||
-		{ cat "$d/list.out"; fail "$end: list does not show the crash capture"; }
+		{ cat "$d/list.out"; fail "$name: list does not show the crash capture"; }
 	grep -q 'crash_buffer: *armed' "$d/status.out" ||
-		{ cat "$d/status.out"; fail "$end: status does not say the crash buffer is armed"; }
+		{ cat "$d/status.out"; fail "$name: status does not say the crash buffer is armed"; }
 	grep -q 'crash_captured: *1' "$d/status.out" ||
-		{ cat "$d/status.out"; fail "$end: status does not count the capture"; }
+		{ cat "$d/status.out"; fail "$name: status does not count the capture"; }
 	# the last seconds of the previous boot, asked for directly
 	"$STACKMAPCTL" report --events --boot -1 --last 3s "$d/archive" > "$d/last.report" 2>/dev/null
 	grep -q "crash-test-last-marker $(cat "$d/boot1.id")" "$d/last.report" ||
-		fail "$end: report --boot -1 --last 3s has not the last marker"
+		fail "$name: report --boot -1 --last 3s has not the last marker"
 	! grep -q "^# host .* boot $(cat "$d/boot2.id")" "$d/last.report" ||
-		fail "$end: report --boot -1 holds the next boot"
+		fail "$name: report --boot -1 holds the next boot"
 }
 
 # a kernel booted without the arguments (this machine's): --check says so, the file is valid
@@ -121,7 +130,10 @@ if [ -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/tracing/instances/sta
 		{ cat "$W/check.out"; fail "--check does not say the kernel lacks the crash buffer"; }
 fi
 
-run_case panic on yes
-run_case reset off no
-run_case clean on no
+run_case panic panic on yes
+run_case reset reset off no
+run_case clean clean on no
+# every marker overwritten: one clock marker an hour, a buffer the load wraps
+# many times over; the armed record names the boot
+run_case lost panic on no 1h 1M 3
 exit 0
