@@ -5,8 +5,13 @@ need_tracefs
 . "$top_srcdir/tests/fault/lib-fault.sh"
 
 minutes=${1:-${SOAK_MINUTES:-2}}
+# The load makes 150 000 to 300 000 events a second: 1 MiB per CPU is 25 ms
+# of it, less than the scheduling stalls of a shared VM, and with the
+# kernel's 4 KiB sub-buffers (kernels that cannot change them) runs lost
+# events that way; 4 MiB is about 100 ms. A reader that falls behind the
+# load, or blocks for longer, still loses.
 fault_conf "$ftmp/c.conf" "$ftmp/archive" archive.segment_size=1M archive.max_segments=4 \
-	stackmap.snapshot_interval=1s service.status_interval=10s
+	stackmap.snapshot_interval=1s service.status_interval=10s trace.buffer_size=4M
 start_recording "$ftmp/c.conf" "$ftmp/d.log"
 start_load 1
 lost() { ctl status --json 2>/dev/null | grep -o '"lost_events": *[0-9]*' | awk -F: '{ n += $2 } END { print n + 0 }'; }
