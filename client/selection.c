@@ -32,6 +32,7 @@ struct seg_info {
 	uint64_t mtime_usec;
 	uint64_t last_ts;		/* of its last event by the INDEX; 0: unknown */
 	char *saved_by;			/* a crash capture: the boot that saved it */
+	bool undated;			/* a crash capture without clock pairs of its own */
 	bool nothing_yet;		/* a .part cut short before its first record */
 };
 
@@ -332,6 +333,8 @@ static void read_info(const char *path, struct seg_info *ret)
 		    segment_meta_u64(&m, "capture_last_usec", &last) == 0 && last >= first) {
 			ret->opened_usec = first;
 			ret->mtime_usec = last;
+		} else {
+			ret->undated = true;
 		}
 	}
 	idx = segment_reader_index(rd);
@@ -363,11 +366,21 @@ static bool outside_window(const struct selection *s, const struct seg_info *i)
 	return false;
 }
 
-/* Path order: by recording (its earliest opening, then its ids), then as listed. */
+/*
+ * Path order: by recording (its earliest opening, then its ids), then as
+ * listed. A crash capture goes by the end of its boot instead: it holds
+ * that boot's last seconds, and its first clock pair can be older than
+ * the opening of the boot's own recording (the crash buffer was armed
+ * first), which would print the end of a boot before the rest of it. A
+ * capture without clock pairs (its markers overwritten) has only the
+ * times of the boot that saved it, and goes right after its own boot's
+ * last write.
+ */
 struct path_order {
 	size_t idx;
 	uint64_t first;			/* earliest opened_usec of its recording; 0: unknown */
 	uint64_t last;			/* latest mtime of its recording */
+	uint64_t key;			/* first, or for a capture last */
 	const struct seg_info *i;
 };
 
@@ -376,8 +389,8 @@ static int order_cmp(const void *a, const void *b)
 	const struct path_order *x = a, *y = b;
 	int d;
 
-	if (x->first != y->first)
-		return x->first < y->first ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
 	d = strcmp(x->i->boot ?: "", y->i->boot ?: "");
 	if (!d)
 		d = strcmp(x->i->recording ?: "", y->i->recording ?: "");
@@ -561,6 +574,14 @@ static int group_paths(struct selection *s)
 				o[i].first = info[j].opened_usec;
 			o[i].last = MAX(o[i].last, info[j].mtime_usec);
 		}
+		o[i].key = info[i].saved_by && o[i].last ? o[i].last : o[i].first;
+		if (!info[i].undated)
+			continue;
+		/* its times are the next boot's: right after the last write of its own boot */
+		for (size_t j = 0; j < n; j++)
+			if (!info[j].saved_by && same_str(info[i].boot, info[j].boot) &&
+			    info[j].mtime_usec)
+				o[i].key = MIN(o[i].key, info[j].mtime_usec + 1);
 	}
 	qsort(o, n, sizeof(*o), order_cmp);
 	for (size_t i = 0; i < n; i++) {

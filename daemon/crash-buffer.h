@@ -49,6 +49,7 @@ struct crash_previous {
 	bool text_delta_known;
 	uint64_t lines;			/* event lines in the trace file */
 	bool markers_lost;		/* none left: boot and kernel from the armed record */
+	bool pairs_borrowed;		/* markers lost: pairs from that boot's recording */
 	uint64_t *overlap;		/* per CPU: last trace time already archived; 0 none */
 	unsigned nr_overlap;		/* set by the recorder (recorder-crash.c) */
 };

@@ -88,6 +88,9 @@ int recorder_crash_segment_begin(struct recorder *rec, struct archive_segment *s
 	r = strprintf(&note, "crash capture: the last %s of boot %s, saved from the crash buffer "
 		      "at the next boot (%s); %s",
 		      p->nr_pairs ? "seconds" : "events", p->boot_id, rec->boot_id ?: "unknown",
+		      p->markers_lost && p->pairs_borrowed ?
+				 "the events overwrote every marker: how the boot ended is not "
+				 "known, and the clock pairs are those of that boot's recording" :
 		      p->markers_lost ? "the events overwrote every marker: how the boot ended "
 					"and the wall-clock times are not known" :
 		      p->clean ? "the daemon had stopped cleanly" :
@@ -190,6 +193,22 @@ static int raise_overlap(struct crash_previous *prev, uint32_t cpu, uint64_t ts)
 }
 
 /*
+ * Every marker overwritten: the previous boot's recording dates the
+ * capture, with its CLOCK records (the same boot and trace clock).
+ */
+static int borrow_pairs(struct crash_previous *prev, const struct segment_record *rec)
+{
+	int k;
+
+	if (!prev->markers_lost || rec->type != SEGMENT_REC_CLOCK)
+		return 0;
+	k = wallclock_pairs_decode(rec->data, rec->len, &prev->pairs, &prev->nr_pairs);
+	if (k > 0)
+		prev->pairs_borrowed = true;
+	return k == -ENOMEM ? k : 0;
+}
+
+/*
  * A segment recovered after the crash has no per-CPU lines in its index:
  * walk its pages for each CPU's last event.
  */
@@ -208,6 +227,9 @@ static int overlap_from_pages(struct segment_reader *rd, const struct segment_me
 		size_t off = 0;
 		uint64_t last = 0;
 
+		k = borrow_pairs(prev, &rec);
+		if (k < 0)
+			return k;
 		if (rec.type != SEGMENT_REC_PAGES)
 			continue;
 		while (page_walk_payload_next(&w, &f, rec.data, rec.len, &off) > 0) {
@@ -251,6 +273,8 @@ static int overlap_of(const char *path, const char *clock, struct crash_previous
 	}
 	for (uint32_t i = 0; i < idx->nr_cpus && k == 0; i++)
 		k = raise_overlap(prev, idx->cpus[i].cpu, idx->cpus[i].last_ts);
+	while (k == 0 && prev->markers_lost && segment_reader_next(rd, &r) > 0)
+		k = borrow_pairs(prev, &r);
 out:
 	segment_meta_done(&meta);
 	return k;
@@ -316,6 +340,7 @@ static int save_previous(struct recorder *rec, const char *clock, struct crash_p
 	r = find_overlap(rec, clock, prev);
 	if (r < 0)
 		return r;
+	prev->nr_pairs = wallclock_pairs_sort(prev->pairs, prev->nr_pairs);
 	rec->capture = prev;
 	page_size = rec->layout.page_size;
 	rec->layout.page_size = crash_page_size(rec);

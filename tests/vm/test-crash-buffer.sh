@@ -89,6 +89,15 @@ CONF
 
 	seg=$(grep -l 'capture=crash' "$d"/archive/*.smseg | head -1)
 	[ -n "$seg" ] || fail "$name: no segment is marked as a crash capture"
+	"$STACKMAPCTL" info --json "$d"/archive/*.smseg > "$d/info.json" 2>/dev/null
+	python3 - "$d/info.json" "$(cat "$d/boot1.id")" <<'PY' && note "$name: the capture's first clock pair is older than boot 1's recording"
+import json, sys
+segs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+m = [s.get("meta", {}) for s in segs if s.get("meta", {}).get("boot_id") == sys.argv[2]]
+cap = [int(x.get("capture_first_usec", 0)) for x in m if x.get("capture")]
+live = [int(x.get("opened_usec", 0)) for x in m if not x.get("capture")]
+sys.exit(0 if cap and live and 0 < min(cap) < min(live) else 1)
+PY
 	grep -qx "$seg" "$d/hooked.txt" ||
 		fail "$name: the hook did not run for the capture: $(cat "$d/hooked.txt" 2>&1)"
 	TZ=UTC "$STACKMAPCTL" info "$seg" > "$d/info" || fail "$name: info failed"
@@ -131,9 +140,12 @@ if [ -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/tracing/instances/sta
 fi
 
 run_case panic panic on yes
-run_case reset reset off no
+# a short load: the buffer does not wrap, and the capture's first clock pair,
+# written when the crash buffer was armed, is older than the opening of boot
+# 1's own recording; the capture must still come after that recording
+run_case reset reset off no 100ms 4M 0.5
 run_case clean clean on no
-# every marker overwritten: one clock marker an hour, a buffer the load wraps
+# every marker overwritten: one clock marker in ten minutes, a buffer the load wraps
 # many times over; the armed record names the boot
-run_case lost panic on no 1h 1M 3
+run_case lost panic on no 10min 1M 3
 exit 0
