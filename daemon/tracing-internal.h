@@ -71,7 +71,10 @@ int tracing_undo_push(struct tracing *t, const char *path, const char *value, bo
  */
 int tracing_undo_record(struct tracing *t, const char *path, const char *value, bool truncate);
 
-/* Put back everything recorded after mark (an index into t->undo), newest first. */
+/*
+ * Put back everything recorded after mark (an index into t->undo), newest
+ * first; the saved state then holds what is left (removed when nothing is).
+ */
 void tracing_undo_to(struct tracing *t, size_t mark);
 
 /* Forget every recorded change without putting anything back. */
@@ -99,7 +102,7 @@ int tracing_take_over(struct tracing *t);
  * put it back at once (another instance, or ours created afresh); a file
  * that is not one is set aside and logged. Returns 0 or -ENOMEM.
  * tracing_saved_write(): write the undo log atomically (failures logged
- * once). tracing_saved_remove(): after a clean restore.
+ * once). tracing_saved_remove(): once nothing is left to put back.
  */
 int tracing_saved_load(struct tracing *t);
 void tracing_saved_write(struct tracing *t);

@@ -468,10 +468,6 @@ int tracing_setup_subbuf(struct tracing *t)
 	if (r < 0 && t->config->subbuf_size_auto && r != -ENOMEM) {
 		/* the default is only a default: the kernel's own size will do */
 		tracing_undo_to(t, mark);
-		if (t->n_undo)
-			tracing_saved_write(t);
-		else
-			tracing_saved_remove(t);
 		t->subbuf_refused = -r;
 		return 0;
 	}

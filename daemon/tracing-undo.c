@@ -130,9 +130,11 @@ void tracing_undo_to(struct tracing *t, size_t mark)
 				  u->value);
 		undo_entry_free(u);
 	}
-	/* a step that failed put back what it did: the file says what is left to put back */
-	if (mark > 0)
+	/* what was put back is off the file: it says what is left to put back, if anything */
+	if (t->n_undo)
 		tracing_saved_write(t);
+	else
+		tracing_saved_remove(t);
 }
 
 void tracing_undo_drop(struct tracing *t)

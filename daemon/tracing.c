@@ -402,8 +402,7 @@ void tracing_restore(struct tracing *t)
 		return;
 	}
 	/* tracing_on, recorded first, comes back last: our events are off by then */
-	tracing_undo_to(t, 0);
-	tracing_saved_remove(t);
+	tracing_undo_to(t, 0);		/* and the saved state with it */
 	if (!t->created)
 		tracing_record_ours(t, false);
 	if (!t->created)
