@@ -236,6 +236,14 @@ static int record_path(const struct crash_buffer *cb, char **ret)
 	return strprintf(ret, "%s/" CRASH_ARMED_RECORD, cb->cfg->directory);
 }
 
+/* "boot ID release R version V\n" after prefix: the boot marker, and the armed record. */
+static void boot_line(char *buf, size_t len, const char *prefix, const char *boot_id,
+		      const char *release, const char *version)
+{
+	(void)snprintf(buf, len, "%sboot %s release %s version %s\n", prefix,
+		       boot_id ?: "unknown", release ?: "unknown", version ?: "unknown");
+}
+
 /*
  * No marker left (the buffer wrapped on every CPU between two clock
  * markers): the armed record names the boot that recorded what the buffer
@@ -245,27 +253,22 @@ static int previous_from_record(struct crash_buffer *cb, const char *this_boot_i
 				struct crash_previous *p)
 {
 	_cleanup_free_ char *path = NULL, *text = NULL;
-	char id[64] = "", release[128] = "", *version;
+	char id[64], release[128];
+	int r;
 
 	if (record_path(cb, &path) < 0)
 		return -ENOMEM;
 	if (read_file(path, &text, NULL) < 0)
 		return 0;
+	text[strcspn(text, "\n")] = '\0';
+	/* the boot marker's text: read as one, once it names a boot and a kernel */
 	if (sscanf(text, "boot %63s release %127s", id, release) != 2 ||
 	    (this_boot_id && streq(id, this_boot_id)))
 		return 0;
-	version = strstr(text, " version ");
-	if (version) {
-		version += strlen(" version ");
-		version[strcspn(version, "\n")] = '\0';
-	}
-	p->boot_id = strdup(id);
-	p->kernel_release = strdup(release);
-	p->kernel_version = version ? strdup(version) : NULL;
-	if (!p->boot_id || !p->kernel_release || (version && !p->kernel_version))
-		return -ENOMEM;
-	p->markers_lost = true;
-	return 0;
+	r = parse_marker(p, text, 0);
+	if (r == 0)
+		p->markers_lost = true;
+	return r;
 }
 
 int crash_buffer_read_previous(struct crash_buffer *cb, const char *this_boot_id,
@@ -448,12 +451,12 @@ static int arm_event(struct crash_buffer *cb, const struct config_event *ev)
 static int write_record(struct crash_buffer *cb, const char *boot_id, const char *release,
 			const char *version)
 {
-	_cleanup_free_ char *path = NULL, *text = NULL;
+	_cleanup_free_ char *path = NULL;
+	char text[512];
 
-	if (record_path(cb, &path) < 0 ||
-	    strprintf(&text, "boot %s release %s version %s\n", boot_id ?: "unknown",
-		      release ?: "unknown", version ?: "unknown") < 0)
+	if (record_path(cb, &path) < 0)
 		return -ENOMEM;
+	boot_line(text, sizeof(text), "", boot_id, release, version);
 	return write_file_atomic(path, text, strlen(text));
 }
 
@@ -497,8 +500,7 @@ int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *r
 		r = write_in(cb, "tracing_on", "1");
 	if (r < 0)
 		return r;
-	(void)snprintf(text, sizeof(text), CRASH_MARKER_PREFIX "boot %s release %s version %s\n",
-		       boot_id ?: "unknown", release ?: "unknown", version ?: "unknown");
+	boot_line(text, sizeof(text), CRASH_MARKER_PREFIX, boot_id, release, version);
 	/* a marker holds at most TRACE_BUF_SIZE bytes (1 KiB): this fits */
 	r = write_marker(cb, text);
 	if (r == 0)
