@@ -48,8 +48,8 @@ struct crash_previous {
 	int64_t text_delta;		/* last_boot_info: this boot's text minus that one's */
 	bool text_delta_known;
 	uint64_t lines;			/* event lines in the trace file */
-	bool markers_lost;		/* none left: boot and kernel from the armed record */
-	bool pairs_borrowed;		/* markers lost: pairs from that boot's recording */
+	bool markers_lost;		/* none left: boot and kernel from the armed record,
+					 * pairs (if any) from that boot's recording */
 	uint64_t *overlap;		/* per CPU: last trace time already archived; 0 none */
 	unsigned nr_overlap;		/* set by the recorder (recorder-crash.c) */
 };

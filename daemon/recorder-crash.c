@@ -88,7 +88,7 @@ int recorder_crash_segment_begin(struct recorder *rec, struct archive_segment *s
 	r = strprintf(&note, "crash capture: the last %s of boot %s, saved from the crash buffer "
 		      "at the next boot (%s); %s",
 		      p->nr_pairs ? "seconds" : "events", p->boot_id, rec->boot_id ?: "unknown",
-		      p->markers_lost && p->pairs_borrowed ?
+		      p->markers_lost && p->nr_pairs ?
 				 "the events overwrote every marker: how the boot ended is not "
 				 "known, and the clock pairs are those of that boot's recording" :
 		      p->markers_lost ? "the events overwrote every marker: how the boot ended "
@@ -203,8 +203,6 @@ static int borrow_pairs(struct crash_previous *prev, const struct segment_record
 	if (!prev->markers_lost || rec->type != SEGMENT_REC_CLOCK)
 		return 0;
 	k = wallclock_pairs_decode(rec->data, rec->len, &prev->pairs, &prev->nr_pairs);
-	if (k > 0)
-		prev->pairs_borrowed = true;
 	return k == -ENOMEM ? k : 0;
 }
 
