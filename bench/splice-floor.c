@@ -4,20 +4,29 @@
  * benchmark. One thread per CPU splices whole pages from the instance's
  * per_cpu/cpuN/trace_pipe_raw into a pipe and from the pipe into
  * OUTDIR/cpuN.raw, like trace-cmd's recorder, without compression or any
- * parsing. On SIGINT/SIGTERM it turns the instance's tracing_on off (as
+ * parsing. Its own threads are left out of the instance (set_event_notrace_pid). On SIGINT/SIGTERM it turns the instance's tracing_on off (as
  * trace-cmd does: its own writes would otherwise keep the last page
  * refilling), drains what is left (full pages by splice, the last partial
  * page by read) and exits.
  *
  *   splice-floor record INSTANCE_DIR OUTDIR
+ *   splice-floor read INSTANCE_DIR OUTDIR
  *   splice-floor count TRACING_DIR OUTDIR
  *
  * "record" writes OUTDIR/cpuN.raw and OUTDIR/page_size, and prints the
- * bytes written per CPU when it ends. *
- * "count" parses the recorded pages afterwards (libtraceevent's kbuffer)
- * and prints "events N stacks N other N missed N pages N bytes N": stack
- * entries (kernel_stack, stack_id) are counted apart from the events they
- * belong to, and missed events are those the page headers report lost.
+ * bytes written per CPU when it ends.
+ *
+ * "read" is the floor of a recorder that looks at its pages, as stackmapd's
+ * reader does before it parses them: up to 64 pages spliced into a pipe of
+ * 64 slots per call, read out of it into memory 8 pages per read(), and
+ * each page's entries walked by their headers alone and counted. Nothing is
+ * stored; the counts go to OUTDIR/counts.
+ *
+ * "count" prints "events N stacks N other N missed N pages N bytes N":
+ * stack entries (kernel_stack, stack_id) are counted apart from the events
+ * they belong to, and missed events are those the page headers report
+ * lost. After "record" it parses the recorded pages (libtraceevent's
+ * kbuffer); after "read" it prints OUTDIR/counts.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -40,6 +49,8 @@
 #include <tracefs.h>
 
 #define POLL_TIMEOUT_MS 100
+#define READ_SPLICE_PAGES 64
+#define READ_BATCH_PAGES 8
 
 struct reader {
 	int cpu;
@@ -50,6 +61,12 @@ struct reader {
 	uint64_t bytes;
 	int error;			/* first errno seen, 0 if none */
 	pthread_t thread;
+	/* read mode */
+	bool read_mode;
+	int stack_types[2];
+	uint8_t *batch;
+	size_t piped;
+	uint64_t events, stacks, missed, pages;
 };
 
 static atomic_bool stopping;
@@ -149,6 +166,106 @@ static int read_partial_pages(struct reader *r)
 	return e;
 }
 
+/*
+ * Count the entries of one page by their headers (a 64-bit kernel's page:
+ * u64 timestamp, u64 commit; then 32-bit event headers).
+ */
+static void walk_page(struct reader *r, const uint8_t *page, size_t len)
+{
+	uint64_t commit;
+	size_t pos = 16, end;
+
+	if (len < 16)
+		return;
+	memcpy(&commit, page + 8, 8);
+	end = 16 + (commit & 0xfffff);
+	if (end > len)
+		end = len;
+	r->pages++;
+	if (commit & (1ULL << 30) && end + 8 <= len) {
+		uint64_t missed;
+
+		memcpy(&missed, page + end, 8);
+		r->missed += missed;
+	}
+	while (pos + 4 <= end) {
+		uint32_t hdr, arr = 0;
+		unsigned int type_len;
+		size_t total, data;
+		uint16_t type;
+
+		memcpy(&hdr, page + pos, 4);
+		type_len = hdr & 31;
+		if (type_len == 0 || type_len == 29) {
+			if (pos + 8 > end)
+				break;
+			memcpy(&arr, page + pos + 4, 4);
+		}
+		if (type_len == 29) {
+			if ((hdr >> 5) == 0)
+				break;	/* the rest of the page is padding */
+			total = 4 + (size_t)arr;
+		} else if (type_len >= 30) {
+			total = 8;
+		} else {
+			total = type_len ? 4 + 4 * (size_t)type_len : 4 + (size_t)arr;
+			data = pos + (type_len ? 4 : 8);
+			if (total < 8 || data + 2 > end)
+				break;
+			memcpy(&type, page + data, 2);
+			if (type == r->stack_types[0] || type == r->stack_types[1])
+				r->stacks++;
+			else
+				r->events++;
+		}
+		pos += total;
+	}
+}
+
+/* Splice full pages into the pipe and read them out in batches. */
+static int read_full_pages(struct reader *r)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (!r->piped) {
+			n = splice(r->in_fd, NULL, r->pipe_fds[1], NULL, READ_SPLICE_PAGES * r->page_size,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno == EAGAIN)
+				return 0;
+			if (n <= 0)
+				return n < 0 ? -errno : 0;
+			r->piped = (size_t)n;
+		}
+		n = read(r->pipe_fds[0], r->batch, r->piped < READ_BATCH_PAGES * r->page_size ?
+			 r->piped : READ_BATCH_PAGES * r->page_size);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		r->piped -= (size_t)n;
+		r->bytes += (uint64_t)n;
+		for (size_t off = 0; off < (size_t)n; off += r->page_size)
+			walk_page(r, r->batch + off, (size_t)n - off < r->page_size ? (size_t)n - off : r->page_size);
+	}
+}
+
+static int read_last_pages(struct reader *r)
+{
+	for (;;) {
+		ssize_t n = read(r->in_fd, r->batch, r->page_size);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 && errno != EAGAIN ? -errno : 0;
+		r->bytes += (uint64_t)n;
+		walk_page(r, r->batch, (size_t)n);
+	}
+}
+
 static void *reader_run(void *arg)
 {
 	struct reader *r = arg;
@@ -161,18 +278,39 @@ static void *reader_run(void *arg)
 			r->error = errno;
 			return NULL;
 		}
-		e = splice_full_pages(r);
+		e = r->read_mode ? read_full_pages(r) : splice_full_pages(r);
 		if (e < 0) {
 			r->error = -e;
 			return NULL;
 		}
 	}
-	e = splice_full_pages(r);
+	e = r->read_mode ? read_full_pages(r) : splice_full_pages(r);
 	if (e == 0)
-		e = read_partial_pages(r);
+		e = r->read_mode ? read_last_pages(r) : read_partial_pages(r);
 	if (e < 0)
 		r->error = -e;
 	return NULL;
+}
+
+/* The event id of ftrace/NAME in the instance, or -1. */
+static int instance_event_id(const char *instance_dir, const char *name)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int id = -1;
+
+	char line[256];
+
+	/* ftrace's own events have no id file: the id is in their format */
+	snprintf(path, sizeof(path), "%s/events/ftrace/%s/format", instance_dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "ID: %d", &id) == 1)
+			break;
+	fclose(f);
+	return id;
 }
 
 static int reader_open(struct reader *r, const char *instance_dir, const char *outdir, int cpu)
@@ -185,6 +323,17 @@ static int reader_open(struct reader *r, const char *instance_dir, const char *o
 	r->in_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (r->in_fd < 0)
 		return -errno;
+	if (r->read_mode) {
+		r->stack_types[0] = instance_event_id(instance_dir, "kernel_stack");
+		r->stack_types[1] = instance_event_id(instance_dir, "stack_id");
+		r->batch = malloc(READ_BATCH_PAGES * r->page_size);
+		if (!r->batch || pipe2(r->pipe_fds, O_CLOEXEC) < 0)
+			return -ENOMEM;
+		/* a slot per spliced page: a sub-buffer larger than a page takes several */
+		(void)fcntl(r->pipe_fds[1], F_SETPIPE_SZ, (int)(READ_SPLICE_PAGES * r->page_size));
+		r->out_fd = -1;
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/cpu%d.raw", outdir, cpu);
 	r->out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (r->out_fd < 0)
@@ -230,6 +379,41 @@ static int write_page_size(const char *outdir, size_t size)
 	return 0;
 }
 
+/* Write text to instance_dir/file. Returns 0 or -errno. */
+static int write_instance_file(const char *instance_dir, const char *file, const char *text)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", instance_dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/*
+ * Leave our own threads out of the instance, as stackmapd does: splice
+ * allocates kernel memory per page, and with kmem events enabled a reader
+ * would otherwise record its own allocations, each with a stack that the
+ * kernel unwinds on the reader's time. event-fork passes the exclusion on
+ * to the threads made after it.
+ */
+static int exclude_self(const char *instance_dir)
+{
+	char pid[32];
+	int e;
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	e = write_instance_file(instance_dir, "options/event-fork", "1");
+	if (e == 0)
+		e = write_instance_file(instance_dir, "set_event_notrace_pid", pid);
+	return e;
+}
+
 static int tracing_off(const char *instance_dir)
 {
 	char path[PATH_MAX];
@@ -245,7 +429,30 @@ static int tracing_off(const char *instance_dir)
 	return e;
 }
 
-static int cmd_record(const char *instance_dir, const char *outdir)
+static int write_counts(const char *outdir, const struct reader *readers, int nr)
+{
+	uint64_t events = 0, stacks = 0, missed = 0, pages = 0, bytes = 0;
+	char path[PATH_MAX];
+	FILE *f;
+
+	for (int i = 0; i < nr; i++) {
+		events += readers[i].events;
+		stacks += readers[i].stacks;
+		missed += readers[i].missed;
+		pages += readers[i].pages;
+		bytes += readers[i].bytes;
+	}
+	snprintf(path, sizeof(path), "%s/counts", outdir);
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "events %llu stacks %llu other 0 missed %llu pages %llu bytes %llu\n",
+		(unsigned long long)events, (unsigned long long)stacks, (unsigned long long)missed,
+		(unsigned long long)pages, (unsigned long long)bytes);
+	return fclose(f) != 0 ? -errno : 0;
+}
+
+static int cmd_record(const char *instance_dir, const char *outdir, bool read_mode)
 {
 	struct reader *readers;
 	sigset_t set;
@@ -273,11 +480,17 @@ static int cmd_record(const char *instance_dir, const char *outdir)
 		return 1;
 	}
 	for (int cpu = 0; cpu < nr; cpu++) {
+		readers[cpu].read_mode = read_mode;
 		e = reader_open(&readers[cpu], instance_dir, outdir, cpu);
 		if (e < 0) {
 			fprintf(stderr, "splice-floor: cpu%d: %s\n", cpu, strerror(-e));
 			return 1;
 		}
+	}
+	e = exclude_self(instance_dir);
+	if (e < 0) {
+		fprintf(stderr, "splice-floor: %s/set_event_notrace_pid: %s\n", instance_dir, strerror(-e));
+		return 1;
 	}
 	for (int cpu = 0; cpu < nr; cpu++)
 		if (pthread_create(&readers[cpu].thread, NULL, reader_run, &readers[cpu]) != 0) {
@@ -302,9 +515,18 @@ static int cmd_record(const char *instance_dir, const char *outdir)
 		}
 		printf("cpu%d %llu bytes\n", cpu, (unsigned long long)r->bytes);
 		close(r->in_fd);
-		close(r->out_fd);
+		if (r->out_fd >= 0)
+			close(r->out_fd);
 		close(r->pipe_fds[0]);
 		close(r->pipe_fds[1]);
+		free(r->batch);
+	}
+	if (read_mode) {
+		e = write_counts(outdir, readers, nr);
+		if (e < 0) {
+			fprintf(stderr, "splice-floor: %s/counts: %s\n", outdir, strerror(-e));
+			status = 1;
+		}
 	}
 	free(readers);
 	return status;
@@ -376,6 +598,18 @@ static int cmd_count(const char *tracing_dir, const char *outdir)
 	char path[PATH_MAX];
 	FILE *f;
 
+	snprintf(path, sizeof(path), "%s/counts", outdir);
+	f = fopen(path, "re");
+	if (f) {
+		char line[256];
+		bool ok = fgets(line, sizeof(line), f) != NULL;
+
+		fclose(f);
+		if (!ok)
+			return 1;
+		fputs(line, stdout);
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/page_size", outdir);
 	f = fopen(path, "re");
 	if (!f || fscanf(f, "%zu", &page_size) != 1 || page_size < 64) {
@@ -414,10 +648,13 @@ static int cmd_count(const char *tracing_dir, const char *outdir)
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "record") == 0)
-		return cmd_record(argv[2], argv[3]);
+		return cmd_record(argv[2], argv[3], false);
+	if (argc == 4 && strcmp(argv[1], "read") == 0)
+		return cmd_record(argv[2], argv[3], true);
 	if (argc == 4 && strcmp(argv[1], "count") == 0)
 		return cmd_count(argv[2], argv[3]);
 	fprintf(stderr, "usage: splice-floor record INSTANCE_DIR OUTDIR\n"
+			"       splice-floor read INSTANCE_DIR OUTDIR\n"
 			"       splice-floor count TRACING_DIR OUTDIR\n");
 	return 2;
 }
