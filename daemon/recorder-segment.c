@@ -358,10 +358,13 @@ static void segment_finished(void *userdata, const char *path, const struct arch
 	}
 	(void)snprintf(f_path, sizeof(f_path), "SEGMENT=%s", path);
 	(void)snprintf(f_lost, sizeof(f_lost), "LOST_EVENTS=%" PRIu64, lost);
+	/* a loss is always a full ring buffer: say what keeps the events */
 	log_struct(lost ? LOG_WARNING : LOG_INFO, fields,
 		   "finished segment '%s': %" PRIu64 " events, %" PRIu64 " lost, %" PRIu64
-		   " daemon stacks",
-		   path, events, lost, seg->dstacks);
+		   " daemon stacks%s",
+		   path, events, lost, seg->dstacks,
+		   lost ? "; lost events: the ring buffer filled before it was read, "
+			  "a larger [trace] buffer_size keeps them (doc/configuration.md)" : "");
 	if (rec->on_segment)
 		rec->on_segment(rec->userdata, path);
 }

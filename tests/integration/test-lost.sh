@@ -44,6 +44,9 @@ stop_daemon_ok "$tmp/daemon.log"
 drained "$inst"
 note "kernel read $KERNEL_READ events, lost $KERNEL_LOST"
 [ "$KERNEL_LOST" -gt 0 ] || fail "the kernel lost nothing: the test forced no loss"
+# the log says what was lost and what keeps it
+grep -E "finished segment .*, [1-9][0-9]* lost, .*a larger \[trace\] buffer_size keeps them" "$tmp/daemon.log" >/dev/null ||
+	fail "the daemon did not log the loss with what keeps it: $(grep 'finished segment' "$tmp/daemon.log")"
 list_segments "$tmp/archive"
 verify_ok "the archive" "${segs[@]}"
 "$STACKMAPCTL" info --json "${segs[@]}" > "$tmp/info.json"
