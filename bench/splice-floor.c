@@ -4,8 +4,9 @@
  * benchmark. One thread per CPU splices whole pages from the instance's
  * per_cpu/cpuN/trace_pipe_raw into a pipe and from the pipe into
  * OUTDIR/cpuN.raw, like trace-cmd's recorder, without compression or any
- * parsing. Its own threads are left out of the instance (set_event_notrace_pid). On SIGINT/SIGTERM it turns the instance's tracing_on off (as
- * trace-cmd does: its own writes would otherwise keep the last page
+ * parsing. Its own threads are left out of the instance
+ * (set_event_notrace_pid). On SIGINT/SIGTERM it turns the instance's
+ * tracing_on off (as trace-cmd does: its own writes would otherwise keep the last page
  * refilling), drains what is left (full pages by splice, the last partial
  * page by read) and exits.
  *
@@ -47,6 +48,8 @@
 #include <event-parse.h>
 #include <kbuffer.h>
 #include <tracefs.h>
+
+#include "page-walk.h"
 
 #define POLL_TIMEOUT_MS 100
 #define READ_SPLICE_PAGES 64
@@ -167,58 +170,29 @@ static int read_partial_pages(struct reader *r)
 }
 
 /*
- * Count the entries of one page by their headers (a 64-bit kernel's page:
- * u64 timestamp, u64 commit; then 32-bit event headers).
+ * Count the entries of one page with the project's page walker, by their
+ * headers and event types (a page of this machine's kernel: the host's long
+ * size and byte order). A page the walker rejects ends its count there.
  */
 static void walk_page(struct reader *r, const uint8_t *page, size_t len)
 {
-	uint64_t commit;
-	size_t pos = 16, end;
+	const struct page_format f = { .long_size = sizeof(long),
+				       .big_endian = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__,
+				       .page_size = r->page_size };
+	struct page_walk w;
+	struct page_entry e;
 
-	if (len < 16)
+	if (page_walk_init(&w, &f, page, len) < 0)
 		return;
-	memcpy(&commit, page + 8, 8);
-	end = 16 + (commit & 0xfffff);
-	if (end > len)
-		end = len;
 	r->pages++;
-	if (commit & (1ULL << 30) && end + 8 <= len) {
-		uint64_t missed;
-
-		memcpy(&missed, page + end, 8);
-		r->missed += missed;
-	}
-	while (pos + 4 <= end) {
-		uint32_t hdr, arr = 0;
-		unsigned int type_len;
-		size_t total, data;
-		uint16_t type;
-
-		memcpy(&hdr, page + pos, 4);
-		type_len = hdr & 31;
-		if (type_len == 0 || type_len == 29) {
-			if (pos + 8 > end)
-				break;
-			memcpy(&arr, page + pos + 4, 4);
-		}
-		if (type_len == 29) {
-			if ((hdr >> 5) == 0)
-				break;	/* the rest of the page is padding */
-			total = 4 + (size_t)arr;
-		} else if (type_len >= 30) {
-			total = 8;
-		} else {
-			total = type_len ? 4 + 4 * (size_t)type_len : 4 + (size_t)arr;
-			data = pos + (type_len ? 4 : 8);
-			if (total < 8 || data + 2 > end)
-				break;
-			memcpy(&type, page + data, 2);
-			if (type == r->stack_types[0] || type == r->stack_types[1])
-				r->stacks++;
-			else
-				r->events++;
-		}
-		pos += total;
+	r->missed += w.missed;
+	while (page_walk_next(&w, &e) > 0) {
+		if (e.kind != PAGE_ENTRY_DATA)
+			continue;
+		if (e.type == r->stack_types[0] || e.type == r->stack_types[1])
+			r->stacks++;
+		else
+			r->events++;
 	}
 }
 
@@ -295,11 +269,9 @@ static void *reader_run(void *arg)
 /* The event id of ftrace/NAME in the instance, or -1. */
 static int instance_event_id(const char *instance_dir, const char *name)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], line[256];
 	FILE *f;
 	int id = -1;
-
-	char line[256];
 
 	/* ftrace's own events have no id file: the id is in their format */
 	snprintf(path, sizeof(path), "%s/events/ftrace/%s/format", instance_dir, name);
@@ -416,17 +388,7 @@ static int exclude_self(const char *instance_dir)
 
 static int tracing_off(const char *instance_dir)
 {
-	char path[PATH_MAX];
-	int fd, e = 0;
-
-	snprintf(path, sizeof(path), "%s/tracing_on", instance_dir);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, "0", 1) != 1)
-		e = -errno;
-	close(fd);
-	return e;
+	return write_instance_file(instance_dir, "tracing_on", "0");
 }
 
 static int write_counts(const char *outdir, const struct reader *readers, int nr)
