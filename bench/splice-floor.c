@@ -12,7 +12,7 @@
  *
  *   splice-floor record INSTANCE_DIR OUTDIR
  *   splice-floor read INSTANCE_DIR OUTDIR
- *   splice-floor count TRACING_DIR OUTDIR
+ *   splice-floor count TRACING_DIR OUTDIR [SYSTEM...]
  *
  * "record" writes OUTDIR/cpuN.raw and OUTDIR/page_size, and prints the
  * bytes written per CPU when it ends.
@@ -27,7 +27,8 @@
  * stack entries (kernel_stack, stack_id) are counted apart from the events
  * they belong to, and missed events are those the page headers report
  * lost. After "record" it parses the recorded pages (libtraceevent's
- * kbuffer); after "read" it prints OUTDIR/counts.
+ * kbuffer) with the formats of the given event systems (and ftrace's; all
+ * of them when none is given); after "read" it prints OUTDIR/counts.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +51,7 @@
 #include <tracefs.h>
 
 #include "page-walk.h"
+#include "util.h"
 
 #define POLL_TIMEOUT_MS 100
 #define READ_SPLICE_PAGES 64
@@ -550,8 +552,9 @@ static int event_id(struct tep_handle *tep, const char *name)
 	return ev ? ev->id : -1;
 }
 
-static int cmd_count(const char *tracing_dir, const char *outdir)
+static int cmd_count(const char *tracing_dir, const char *outdir, char **systems, int nr_systems)
 {
+	const char *wanted[64];
 	struct counts c = { 0 };
 	struct tep_handle *tep;
 	struct kbuffer *kbuf;
@@ -579,7 +582,17 @@ static int cmd_count(const char *tracing_dir, const char *outdir)
 		return 1;
 	}
 	fclose(f);
-	tep = tracefs_local_events(tracing_dir);
+	/* only the formats the pages need: parsing them all takes a while */
+	if (nr_systems > (int)ARRAY_SIZE(wanted) - 2) {
+		fprintf(stderr, "splice-floor: too many event systems\n");
+		return 1;
+	}
+	for (int i = 0; i < nr_systems; i++)
+		wanted[i] = systems[i];
+	wanted[nr_systems] = "ftrace";
+	wanted[nr_systems + 1] = NULL;
+	tep = nr_systems ? tracefs_local_events_system(tracing_dir, wanted)
+			 : tracefs_local_events(tracing_dir);
 	if (!tep) {
 		fprintf(stderr, "splice-floor: cannot load event formats from %s\n", tracing_dir);
 		return 1;
@@ -613,10 +626,10 @@ int main(int argc, char **argv)
 		return cmd_record(argv[2], argv[3], false);
 	if (argc == 4 && strcmp(argv[1], "read") == 0)
 		return cmd_record(argv[2], argv[3], true);
-	if (argc == 4 && strcmp(argv[1], "count") == 0)
-		return cmd_count(argv[2], argv[3]);
+	if (argc >= 4 && strcmp(argv[1], "count") == 0)
+		return cmd_count(argv[2], argv[3], argv + 4, argc - 4);
 	fprintf(stderr, "usage: splice-floor record INSTANCE_DIR OUTDIR\n"
 			"       splice-floor read INSTANCE_DIR OUTDIR\n"
-			"       splice-floor count TRACING_DIR OUTDIR\n");
+			"       splice-floor count TRACING_DIR OUTDIR [SYSTEM...]\n");
 	return 2;
 }

@@ -33,7 +33,9 @@ work_dir() { sed -n 's/^# work dir: //p' "$1"; }
 TMPDIR=$tmp "$bench" --builddir "$top_builddir" --quick --sections main --workloads kmem \
 	--tools "$tools" --csv "$tmp/bench.csv" > "$tmp/bench.out" 2> "$tmp/bench.err" &
 pid=$!
-wait "$pid" || { cat "$tmp/bench.err" >&2; fail "bench/run failed (exit $?)"; }
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 0 ] || { cat "$tmp/bench.err" >&2; fail "bench/run failed (exit $rc)"; }
 cat "$tmp/bench.out"
 dir=$(work_dir "$tmp/bench.out")
 [ -n "$dir" ] || fail "bench/run did not say its work directory"
