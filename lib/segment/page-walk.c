@@ -150,7 +150,7 @@ static int decode_entry(struct page_walk *w, uint32_t hdr, uint32_t arr, struct 
 	return 0;
 }
 
-int page_walk_next(struct page_walk *w, struct page_entry *ret)
+int page_walk_next_entry(struct page_walk *w, struct page_entry *ret)
 {
 	struct page_entry e;
 	uint32_t hdr, arr = 0;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The commit word of a page header. */
 #define PAGE_COMMIT_MASK 0xfffffULL		/* bytes of event data */
@@ -100,7 +101,55 @@ int page_walk_init(struct page_walk *w, const struct page_format *f, const void 
  * time delta 0 ends the page; it must then cover the rest of the data.
  * After an error, further calls return the same error.
  */
-int page_walk_next(struct page_walk *w, struct page_entry *ret);
+int page_walk_next_entry(struct page_walk *w, struct page_entry *ret);
+
+/*
+ * The same, with the entries nearly every page is made of taken inline:
+ * the data events of a little-endian page, their length in type_len or in
+ * array[0]. They are decoded here exactly as page_walk_next_entry() would;
+ * everything else goes there.
+ */
+static inline int page_walk_next(struct page_walk *w, struct page_entry *ret)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	size_t off = w->off, room, len, skip = 4;
+	uint32_t hdr, arr;
+	uint16_t type;
+
+	if (w->big_endian || w->error || off >= w->commit || w->commit - off < 12)
+		return page_walk_next_entry(w, ret);
+	room = w->commit - off;
+	memcpy(&hdr, w->data + off, 4);
+	if ((hdr & 31) == 0) {
+		memcpy(&arr, w->data + off + 4, 4);
+		len = (size_t)arr - 4;	/* stored rounded up to 4 bytes */
+		skip = 8;
+		if (arr < 12 || 4 + (((size_t)arr + 3) & ~(size_t)3) > room)
+			return page_walk_next_entry(w, ret);
+	} else {
+		len = 4 * (size_t)(hdr & 31);
+		/* 8..112 bytes: enough for the common fields, and not a padding or time entry */
+		if (len < 8 || (hdr & 31) >= PAGE_TYPE_PADDING || 4 + len > room)
+			return page_walk_next_entry(w, ret);
+	}
+	w->ts += hdr >> 5;
+	memcpy(&type, w->data + off + skip, 2);
+	*ret = (struct page_entry){
+		.kind = PAGE_ENTRY_DATA,
+		.offset = off,
+		.total = skip == 8 ? 4 + ((len + 4 + 3) & ~(size_t)3) : 4 + len,
+		.delta = hdr >> 5,
+		.ts = w->ts,
+		.payload = w->data + off + skip,
+		.len = len,
+		.type = type,
+	};
+	w->off = off + ret->total;
+	return 1;
+#else
+	return page_walk_next_entry(w, ret);
+#endif
+}
 
 /*
  * Start walking the next page of a PAGES payload (data, len bytes of
