@@ -212,37 +212,6 @@ fail:
 	return rr;
 }
 
-/*
- * One zstd frame of the column encoding in r->enc, into r->zbuf, with a
- * block ended after each stream of 1 KiB or more: every large stream gets
- * entropy tables of its own. Returns the stored length or 0 on failure.
- */
-static size_t compress_columns(struct cpu_reader *r)
-{
-	ZSTD_outBuffer ob = { r->zbuf, r->zcap, 0 };
-	ZSTD_inBuffer ib = { r->enc.data, 0, 0 };
-	struct frame_columns_stream st;
-	size_t z;
-
-	if (ZSTD_isError(ZSTD_CCtx_reset(r->cctx, ZSTD_reset_session_only)) ||
-	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(r->cctx, r->enc.len)))
-		return 0;
-	for (size_t i = 0;; i++) {
-		bool last = frame_columns_get_stream(r->fc, i, &st) < 0;
-
-		ib.size = last ? r->enc.len : st.start + st.len;
-		if (!last && st.len < 1024)
-			continue;	/* small streams share a block */
-		do
-			z = ZSTD_compressStream2(r->cctx, &ob, &ib, last ? ZSTD_e_end : ZSTD_e_flush);
-		while (!ZSTD_isError(z) && z && ob.pos < ob.size);
-		if (ZSTD_isError(z) || z)
-			return 0;
-		if (last)
-			return ob.pos;
-	}
-}
-
 /* Compress the frame (column-encoded if set up): stored length, 0 on failure; *ret_raw, *ret_flags. */
 static size_t compress_frame(struct cpu_reader *r, size_t *ret_raw, uint16_t *ret_flags)
 {
@@ -251,10 +220,10 @@ static size_t compress_frame(struct cpu_reader *r, size_t *ret_raw, uint16_t *re
 	if (r->fc) {
 		buf_reset(&r->enc);
 		if (frame_columns_encode(r->fc, r->frame.data, r->frame.len, &r->enc) == 0 &&
-		    r->enc.len <= SEGMENT_MAX_RAW &&
-		    ZSTD_compressBound(r->enc.len) + 4096 <= r->zcap) {
-			z = compress_columns(r);
-			if (z) {
+		    r->enc.len <= SEGMENT_MAX_RAW) {
+			(void)ZSTD_CCtx_reset(r->cctx, ZSTD_reset_session_only);
+			z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->enc.data, r->enc.len);
+			if (!ZSTD_isError(z)) {
 				*ret_raw = r->enc.len;
 				*ret_flags = SEGMENT_REC_F_COLUMNS;
 				return z;
