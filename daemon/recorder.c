@@ -386,16 +386,20 @@ int recorder_start(struct recorder *rec, sd_event *e,
 			goto fail;
 		}
 	}
-	r = tracing_setup_events(rec->tracing);
-	if (r < 0)
-		goto fail_tracing;
-
-	/* kernel drop counters are reported per segment, from here on */
+	/*
+	 * Kernel drop counters are reported per segment, from here on: taken
+	 * before the events are enabled (and after the buffer set-up, which
+	 * may reset them), since the buffer can fill and drop events before
+	 * the readers run.
+	 */
 	for (unsigned i = 0; i < rec->nr_readers; i++) {
 		int cpu = cpu_reader_cpu(rec->readers[i]);
 
 		(void)tracing_cpu_stats(rec->tracing, cpu, &rec->kstats_base[cpu]);
 	}
+	r = tracing_setup_events(rec->tracing);
+	if (r < 0)
+		goto fail_tracing;
 	/* the flight recorder reads only when asked to: the buffer is the recording */
 	for (unsigned i = 0; i < rec->nr_readers && !recorder_flight(rec); i++) {
 		r = cpu_reader_start(rec->readers[i]);

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Events the kernel could not keep because the daemon fell behind are
-# counted, exactly: the daemon is stopped
-# (SIGSTOP) while a load fills a small buffer, so the kernel must drop
-# events; the archive then holds every event the kernel says was read and
+# counted, exactly: a load runs while the daemon starts, and then the
+# daemon is stopped (SIGSTOP) while a load fills a small buffer, so the
+# kernel must drop events, also before the readers first run; the archive then holds every event the kernel says was read and
 # counts as lost what the kernel says it dropped. (A recording drops new
 # events when the buffer is full, which no page records: the count comes
 # from the kernel's per-CPU stats, per segment. Where a page does say how
@@ -34,7 +34,12 @@ keep_free = 0
 [control]
 socket = $tmp/control
 EOF
+# A load runs while the daemon starts: the buffer fills and drops events
+# while the daemon sets tracing up, which its first segment counts too.
+"$SMLOAD" -j 2 -t 1 -q &
+load=$!
 start_daemon "$tmp/stackmapd.conf" "$tmp/daemon.log"
+wait "$load"
 kill -STOP "$DAEMON_PID"
 "$SMLOAD" -j 1 -t 1 -q
 kill -CONT "$DAEMON_PID"
