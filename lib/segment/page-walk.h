@@ -112,39 +112,43 @@ int page_walk_next_entry(struct page_walk *w, struct page_entry *ret);
 static inline int page_walk_next(struct page_walk *w, struct page_entry *ret)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	size_t off = w->off, room, len, skip = 4;
+	size_t off = w->off, len, skip, total;
 	uint32_t hdr, arr;
 	uint16_t type;
 
 	if (w->big_endian || w->error || off >= w->commit || w->commit - off < 12)
 		return page_walk_next_entry(w, ret);
-	room = w->commit - off;
 	memcpy(&hdr, w->data + off, 4);
 	if ((hdr & 31) == 0) {
 		memcpy(&arr, w->data + off + 4, 4);
-		len = (size_t)arr - 4;	/* stored rounded up to 4 bytes */
+		if (arr < 12)
+			return page_walk_next_entry(w, ret);
+		len = (size_t)arr - 4;
 		skip = 8;
-		if (arr < 12 || 4 + (((size_t)arr + 3) & ~(size_t)3) > room)
-			return page_walk_next_entry(w, ret);
+		total = 4 + (((size_t)arr + 3) & ~(size_t)3);	/* stored rounded up to 4 bytes */
 	} else {
-		len = 4 * (size_t)(hdr & 31);
 		/* 8..112 bytes: enough for the common fields, and not a padding or time entry */
-		if (len < 8 || (hdr & 31) >= PAGE_TYPE_PADDING || 4 + len > room)
+		if ((hdr & 31) < 2 || (hdr & 31) >= PAGE_TYPE_PADDING)
 			return page_walk_next_entry(w, ret);
+		len = 4 * (size_t)(hdr & 31);
+		skip = 4;
+		total = 4 + len;
 	}
+	if (total > w->commit - off)
+		return page_walk_next_entry(w, ret);
 	w->ts += hdr >> 5;
 	memcpy(&type, w->data + off + skip, 2);
 	*ret = (struct page_entry){
 		.kind = PAGE_ENTRY_DATA,
 		.offset = off,
-		.total = skip == 8 ? 4 + ((len + 4 + 3) & ~(size_t)3) : 4 + len,
+		.total = total,
 		.delta = hdr >> 5,
 		.ts = w->ts,
 		.payload = w->data + off + skip,
 		.len = len,
 		.type = type,
 	};
-	w->off = off + ret->total;
+	w->off = off + total;
 	return 1;
 #else
 	return page_walk_next_entry(w, ret);
