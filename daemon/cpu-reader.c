@@ -221,7 +221,6 @@ static size_t compress_frame(struct cpu_reader *r, size_t *ret_raw, uint16_t *re
 		buf_reset(&r->enc);
 		if (frame_columns_encode(r->fc, r->frame.data, r->frame.len, &r->enc) == 0 &&
 		    r->enc.len <= SEGMENT_MAX_RAW) {
-			(void)ZSTD_CCtx_reset(r->cctx, ZSTD_reset_session_only);
 			z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->enc.data, r->enc.len);
 			if (!ZSTD_isError(z)) {
 				*ret_raw = r->enc.len;
@@ -233,7 +232,6 @@ static size_t compress_frame(struct cpu_reader *r, size_t *ret_raw, uint16_t *re
 					       "CPU %d: frame stored without column encoding",
 					       r->p.cpu);
 	}
-	(void)ZSTD_CCtx_reset(r->cctx, ZSTD_reset_session_only);
 	z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->frame.data, r->frame.len);
 	if (ZSTD_isError(z))
 		return 0;
