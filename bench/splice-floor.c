@@ -6,9 +6,9 @@
  * OUTDIR/cpuN.raw, like trace-cmd's recorder, without compression or any
  * parsing. Its own threads are left out of the instance
  * (set_event_notrace_pid). On SIGINT/SIGTERM it turns the instance's
- * tracing_on off (as trace-cmd does: its own writes would otherwise keep the last page
- * refilling), drains what is left (full pages by splice, the last partial
- * page by read) and exits.
+ * tracing_on off (as trace-cmd does: its own writes would otherwise keep
+ * the last page refilling), drains what is left (full pages by splice, the
+ * last partial page by read) and exits.
  *
  *   splice-floor record INSTANCE_DIR OUTDIR
  *   splice-floor read INSTANCE_DIR OUTDIR

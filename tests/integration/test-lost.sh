@@ -2,8 +2,9 @@
 # Events the kernel could not keep because the daemon fell behind are
 # counted, exactly: a load runs while the daemon starts, and then the
 # daemon is stopped (SIGSTOP) while a load fills a small buffer, so the
-# kernel must drop events, also before the readers first run; the archive then holds every event the kernel says was read and
-# counts as lost what the kernel says it dropped. (A recording drops new
+# kernel must drop events, also before the readers first run; the archive
+# then holds every event the kernel says was read and counts as lost what
+# the kernel says it dropped. (A recording drops new
 # events when the buffer is full, which no page records: the count comes
 # from the kernel's per-CPU stats, per segment. Where a page does say how
 # many events were lost before it, report prints it: tests/unit/test-decode.c.)
