@@ -81,6 +81,9 @@ struct cursor {
 	uint64_t want_ts;
 	struct tep_event *want_event;
 	size_t want_seg;
+
+	/* with a time window: whether the last event was in it; -1, none yet */
+	int event_in_window;
 };
 
 struct seg_slot {
@@ -373,6 +376,7 @@ static int slot_open(struct decoder *d, size_t k)
 			return -ENOMEM;
 		d->cursors[cpu] = c;
 		c->cpu = cpu;
+		c->event_in_window = -1;
 		r = cursor_join(d, c, k);
 		if (r < 0)
 			return r;
@@ -570,16 +574,38 @@ static bool event_fits(struct decoder *d, struct cursor *c, struct decoder_segme
 	return false;
 }
 
-/* Whether c's head (data, size set) is a stack entry of s. */
-static bool head_is_stack(const struct decoder_segment *s, const struct cursor *c)
+/* Whether the entry at data is a stack entry of s. */
+static bool entry_is_stack(const struct decoder_segment *s, void *data, int size)
 {
-	struct tep_record rec = { .data = c->data, .size = c->size };
+	struct tep_record rec = { .data = data, .size = size };
 	int type = tep_data_type(s->tep, &rec);
 
 	for (int k = DECODED_KERNEL_STACK; k <= DECODED_STACK_REF; k++)
 		if (type == s->stack_type[k])
 			return true;
 	return false;
+}
+
+/*
+ * Whether the entry at data (time ts) lies in the time window asked for. A
+ * stack entry goes with the event before it on its CPU, which it follows
+ * by the time the kernel took to unwind: it is in the window when that
+ * event is. So an event at the window's end keeps its stack, and an event
+ * just before its start does not leave its stack in the window.
+ */
+static bool entry_in_window(const struct decoder *d, struct cursor *c,
+			    const struct decoder_segment *s, unsigned long long ts, void *data,
+			    int size)
+{
+	bool in = decoder_segment_wants_ts(s, &d->filter, ts);
+
+	if (d->filter.since == 0 && d->filter.until == UINT64_MAX &&
+	    !decoder_segment_wall_placed(s))
+		return true;
+	if (entry_is_stack(s, data, size))
+		return c->event_in_window < 0 ? in : c->event_in_window > 0;
+	c->event_in_window = in;
+	return in;
 }
 
 /* Find c's next event: afterwards c has a head, or is parked or done. 0 or -ENOMEM. */
@@ -601,7 +627,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 			int size = kbuffer_event_size(c->kbuf);
 
 			if (size >= 0 && off + (size_t)size <= c->page_len &&
-			    (!decoder_segment_wants_ts(s, &d->filter, ts) ||
+			    (!entry_in_window(d, c, s, ts, data, size) ||
 			     (s->nr_overlap &&
 			      decoder_segment_overlapped(s, c->cpu, ts, data, size)) ||
 			     !event_fits(d, c, s, data, size))) {
@@ -614,7 +640,7 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 				c->size = size;
 				c->ts = ts;
 				c->has_head = true;
-				if (stack_expect_lost(&c->expect) && !head_is_stack(s, c))
+				if (stack_expect_lost(&c->expect) && !entry_is_stack(s, c->data, c->size))
 					c->missing = true;
 				return 0;
 			}

@@ -277,6 +277,69 @@ static void test_real_pages(void)
 	}
 }
 
+/* The entries a window [since, until] of CPU 0's pages yields: their times and whether stacks. */
+static size_t decode_window(const char *path, uint64_t since, uint64_t until, uint64_t *ts,
+			    bool *stack, size_t max)
+{
+	struct decoder_filter f = DECODER_FILTER_ALL;
+	struct decoder *d;
+	struct decoded_event ev;
+	size_t n = 0;
+
+	f.since = since;
+	f.until = until;
+	CHECK(decoder_open((const char *const[]){ path }, 1, &d) == 0);
+	CHECK(decoder_set_filter(d, &f) == 0);
+	while (decoder_next(d, &ev) > 0 && n < max) {
+		ts[n] = ev.ts;
+		stack[n++] = ev.is_stack;
+	}
+	decoder_free(d);
+	return n;
+}
+
+/*
+ * A stack goes with its event through a time window: the kernel stamps it
+ * after unwinding, later than its event. An event at the window's end
+ * keeps its stack stamped past the end; an event before the start does
+ * not leave in the window a stack stamped inside it.
+ */
+static void test_window_stacks(void)
+{
+	_cleanup_free_ char *path = NULL;
+	static uint64_t ts[MAX_REF];
+	static bool stack[MAX_REF];
+	struct segment_writer *w;
+	size_t pair = 0, n;
+
+	nr_refs = 0;
+	ref_pages(0, 0, NR_PAGES);
+	w = seg_open(dir, "00000010-w", NULL);
+	add_pages(w, 0, 0, NR_PAGES);
+	path = seg_finish(w);
+
+	/* an event in the middle whose stack came strictly later */
+	for (size_t i = nr_refs / 2; i + 1 < nr_refs && !pair; i++)
+		if (refs[i].type != 4 && refs[i + 1].type == 4 && refs[i + 1].ts > refs[i].ts &&
+		    (i + 2 == nr_refs || refs[i + 2].ts > refs[i + 1].ts))
+			pair = i;
+	CHECK_MSG(pair, "no event in the pages has a stack stamped after it");
+	if (!pair)
+		return;
+
+	/* until the event: it and its stack end the window */
+	n = decode_window(path, 0, refs[pair].ts, ts, stack, MAX_REF);
+	CHECK_MSG(n == pair + 2 && stack[n - 1] && ts[n - 1] == refs[pair + 1].ts,
+		  "%zu entries, want %zu, the last %s at %" PRIu64, n, pair + 2,
+		  n && stack[n - 1] ? "a stack" : "an event", n ? ts[n - 1] : 0);
+
+	/* since the stack: the window starts after it, with an event */
+	n = decode_window(path, refs[pair + 1].ts, UINT64_MAX, ts, stack, MAX_REF);
+	CHECK_MSG(n == nr_refs - pair - 2 && n && !stack[0],
+		  "%zu entries, want %zu, the first %s", n, nr_refs - pair - 2,
+		  n && stack[0] ? "a stack" : "an event");
+}
+
 /* A CPU without data in some segments: its stream goes on in a later one. */
 static void test_idle_cpu(void)
 {
@@ -1012,6 +1075,7 @@ int main(void)
 	test_open_errors();
 	test_hostile_page();
 	test_live_symbols();
+	test_window_stacks();
 
 	test_rmtree(dir);
 	free(dir);
