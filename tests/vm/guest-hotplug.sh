@@ -33,6 +33,7 @@ echo 0 > $CPU1
 sleep 1.5
 echo 1 > $CPU1
 sleep 1.5
+date -u +%Y-%m-%dT%H:%M:%S.%6NZ > "$W/back-online"
 "$W/smload" -q -j 2 -t 2
 "$W/stackmapctl" --socket "$SOCK" status --json > "$W/status.json"
 kill -TERM $pid
