@@ -375,57 +375,62 @@ static bool span_meets(uint64_t first_ts, uint64_t last_ts, uint64_t since, uint
 }
 
 /*
- * Whether the frame of ref may hold events of f's trace window; seek walks
- * the seek table along and ref gets the frame's span, for the real-time
- * window that is placed once the segment's CLOCK pairs are all read.
+ * Give ref its frame's span from the seek table, which seek walks along;
+ * 0, UINT64_MAX: unknown (not in the table, or no table).
  */
-static bool frame_wanted(const struct segment_index *idx, size_t *seek, struct item_ref *ref,
-			 const struct decoder_filter *f)
+static void frame_span(const struct segment_index *idx, size_t *seek, struct item_ref *ref)
 {
-	const struct segment_seek *e;
 
 	ref->first_ts = 0;
 	ref->last_ts = UINT64_MAX;
 	if (!idx || !(idx->flags & SEGMENT_INDEX_F_SEEK))
-		return true;
+		return;
 	while (*seek < idx->nr_frames && idx->frames[*seek].offset < ref->offset)
 		(*seek)++;
 	if (*seek >= idx->nr_frames || idx->frames[*seek].offset != ref->offset)
-		return true;	/* not in the table: read it */
-	e = &idx->frames[*seek];
-	ref->first_ts = e->first_ts;
-	ref->last_ts = e->last_ts;
-	/* without a window every frame is read, those without events too (lost-event flags) */
-	if (f->since == 0 && f->until == UINT64_MAX)
-		return true;
-	return span_meets(e->first_ts, e->last_ts, f->since, f->until);
+		return;
+	ref->first_ts = idx->frames[*seek].first_ts;
+	ref->last_ts = idx->frames[*seek].last_ts;
 }
 
 /*
- * The real-time window of f in s's trace clock, by s's CLOCK pairs (the
- * first is written when the segment opens, so only segments of older
- * daemons have none): drop the frames that lie wholly outside. A frame
- * partly inside stays; its events are checked one by one.
+ * Drop the frames that lie wholly outside f's window: its trace-clock
+ * window, and its real-time window placed in s's trace clock by s's CLOCK
+ * pairs (the first is written when the segment opens, so only segments of
+ * older daemons have none). A frame partly inside stays; its events are
+ * checked one by one. So does the frame after a CPU's last frame in the
+ * window: it may start with the stack of the window's last event, which
+ * the kernel stamped after that event. Without a window every frame is
+ * read, those without events too (lost-event flags).
  */
-static void place_wall_window(struct decoder_segment *s, const struct decoder_filter *f)
+static void place_window(struct decoder_segment *s, const struct decoder_filter *f)
 {
-	uint64_t lo = 1, hi = 0;
+	uint64_t lo = f->since, hi = f->until, wlo = 1, whi = 0;
 
-	if (!wall_window(f) || !s->nr_clocks)
+	if (wall_window(f) && s->nr_clocks) {
+		s->wall_placed = true;
+		s->wall_since = f->wall_since;
+		s->wall_until = f->wall_until;
+		(void)wallclock_trace_span(s->clocks, s->nr_clocks, f->wall_since, f->wall_until,
+					   &wlo, &whi);
+		lo = MAX(lo, wlo);
+		hi = MIN(hi, whi);
+	}
+	if (lo == 0 && hi == UINT64_MAX)
 		return;
-	s->wall_placed = true;
-	s->wall_since = f->wall_since;
-	s->wall_until = f->wall_until;
-	(void)wallclock_trace_span(s->clocks, s->nr_clocks, f->wall_since, f->wall_until, &lo, &hi);
 	for (size_t c = 0; c < s->nr_cpus; c++) {
 		struct cpu_stream *cs = &s->cpus[c];
+		bool after_kept = false;
 		uint32_t k = 0;
 
 		for (uint32_t i = 0; i < cs->total; i++) {
 			const struct item_ref *r = &cs->refs[i];
+			bool meets = span_meets(r->first_ts, r->last_ts, lo, hi);
 
-			if (r->boundary || span_meets(r->first_ts, r->last_ts, lo, hi))
+			if (r->boundary || meets || (after_kept && r->first_ts > hi))
 				cs->refs[k++] = *r;
+			if (!r->boundary)
+				after_kept = meets;
 		}
 		cs->total = k;
 	}
@@ -514,8 +519,7 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 						  s->path, rec->offset);
 		return r == -ENOMEM ? r : 0;
 	case SEGMENT_REC_PAGES:
-		if (!frame_wanted(idx, seek, &ref, f))
-			return 0;
+		frame_span(idx, seek, &ref);
 		break;
 	default:
 		return 0;
@@ -680,7 +684,7 @@ static void finish_tables(struct decoder_segment *s, const struct decoder_filter
 	if (!s->ks)
 		s->ks = ksyms_live_for_boot(segment_meta_get(&s->meta, "boot_id"));
 	s->nr_clocks = wallclock_pairs_sort(s->clocks, s->nr_clocks);
-	place_wall_window(s, f);
+	place_window(s, f);
 	decode_read_overlap(s);
 	find_stack_event(s, DECODED_KERNEL_STACK, "kernel_stack_event_id", "ftrace", "kernel_stack");
 	find_stack_event(s, DECODED_STACK_ID, "stack_id_event_id", "ftrace", "stack_id");

@@ -82,8 +82,8 @@ struct cursor {
 	struct tep_event *want_event;
 	size_t want_seg;
 
-	/* with a time window: whether the last event was in it; -1, none yet */
-	int event_in_window;
+	/* with a time window: whether the last event was in it (none yet: no) */
+	bool event_in_window;
 };
 
 struct seg_slot {
@@ -376,7 +376,6 @@ static int slot_open(struct decoder *d, size_t k)
 			return -ENOMEM;
 		d->cursors[cpu] = c;
 		c->cpu = cpu;
-		c->event_in_window = -1;
 		r = cursor_join(d, c, k);
 		if (r < 0)
 			return r;
@@ -591,7 +590,7 @@ static bool entry_is_stack(const struct decoder_segment *s, void *data, int size
  * stack entry goes with the event before it on its CPU, which it follows
  * by the time the kernel took to unwind: it is in the window when that
  * event is. So an event at the window's end keeps its stack, and an event
- * just before its start does not leave its stack in the window.
+ * just before its start (or one not read) leaves no stack in the window.
  */
 static bool entry_in_window(const struct decoder *d, struct cursor *c,
 			    const struct decoder_segment *s, unsigned long long ts, void *data,
@@ -603,7 +602,7 @@ static bool entry_in_window(const struct decoder *d, struct cursor *c,
 	    !decoder_segment_wall_placed(s))
 		return true;
 	if (entry_is_stack(s, data, size))
-		return c->event_in_window < 0 ? in : c->event_in_window > 0;
+		return c->event_in_window;
 	c->event_in_window = in;
 	return in;
 }

@@ -173,10 +173,16 @@ static void test_round_trip(const char *path)
 	CHECK(segment_reader_read_at(rd, seek[5].offset + 1, &rec) == -EBADMSG);
 }
 
-/* Reference events (kbuffer on the original pages) of the frames f selects. */
+/*
+ * Reference events (kbuffer on the original pages) of the frames f selects.
+ * With a window, a kernel_stack (type 4) is in it when the event before it
+ * on its CPU is (none: it is not).
+ */
 static void reference(const struct decoder_filter *f, uint64_t *ret_events, uint64_t *ret_sum)
 {
 	struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
+	bool in_window[2] = { false, false };
+	bool windowed = f->since != 0 || f->until != UINT64_MAX;
 
 	*ret_events = *ret_sum = 0;
 	for (size_t i = 0; i < NR_FRAMES; i++) {
@@ -190,7 +196,14 @@ static void reference(const struct decoder_filter *f, uint64_t *ret_events, uint
 		memcpy(pg, frames[i].pages.data, frames[i].pages.len);
 		CHECK(kbuffer_load_subbuffer(kb, pg) == 0);
 		for (d = kbuffer_read_event(kb, &ts); d; d = kbuffer_next_event(kb, &ts)) {
-			if (ts < f->since || ts > f->until)
+			bool *last = &in_window[frames[i].cpu];
+			bool in = ts >= f->since && ts <= f->until;
+
+			if (get_le16(d) == 4 && windowed)
+				in = *last;
+			else if (get_le16(d) != 4)
+				*last = in;
+			if (!in)
 				continue;
 			(*ret_events)++;
 			*ret_sum += ts * 31 + (uint64_t)kbuffer_event_size(kb) + get_le16(d) +
@@ -234,15 +247,26 @@ static uint64_t decode(const char *path, const struct decoder_filter *f, size_t 
 	return decode_as(path, f, f, ret_errors);
 }
 
-/* Frames whose time span meets f's window, of f's CPU. */
+/*
+ * Frames whose time span meets f's window, of f's CPU, and the frame after
+ * a CPU's last one in the window (it may start with the stack of the
+ * window's last event).
+ */
 static uint64_t frames_in(const struct decoder_filter *f)
 {
+	bool after_kept[2] = { false, false };
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < NR_FRAMES; i++)
-		if ((f->cpu < 0 || frames[i].cpu == (unsigned)f->cpu) && frames[i].events &&
-		    frames[i].last_ts >= f->since && frames[i].first_ts <= f->until)
+	for (size_t i = 0; i < NR_FRAMES; i++) {
+		bool *after = &after_kept[frames[i].cpu];
+		bool meets = frames[i].events && frames[i].last_ts >= f->since &&
+			     frames[i].first_ts <= f->until;
+
+		if ((f->cpu < 0 || frames[i].cpu == (unsigned)f->cpu) &&
+		    (meets || (*after && frames[i].events && frames[i].first_ts > f->until)))
 			n++;
+		*after = meets;
+	}
 	return n;
 }
 
