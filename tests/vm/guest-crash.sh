@@ -9,13 +9,16 @@
 # TERM, then the same reboot).
 # Boot 2 starts stackmapd, which saves the previous boot's crash buffer,
 # and stops it.
-#   guest-crash.sh CONF END SECONDS
+#   guest-crash.sh CONF END SECONDS [pinned]
+# "pinned" runs one load per CPU, bound to it, so that every CPU's buffer
+# wraps.
 set -u
 . "$(dirname "$0")/guest-lib.sh"
 W=$PWD
 CONF=$1
 END=$2
 SECS=$3
+PIN=${4:-}
 I=/sys/kernel/tracing/instances/stackmapd_crash
 
 if [ "$RUN_IN_VM_BOOT" = 1 ]; then
@@ -23,7 +26,18 @@ if [ "$RUN_IN_VM_BOOT" = 1 ]; then
 	"$W/stackmapd" -d -c "$CONF" > "$W/stackmapd1.log" 2>&1 &
 	pid=$!
 	wait_recording "$W/stackmapd1.log" $pid 60
-	"$W/smload" -q -j 2 -t "$SECS"
+	if [ "$PIN" = pinned ]; then
+		# one load pinned to each CPU: left to the scheduler, both ping-pong
+		# pairs can sit on one CPU for seconds, and the other CPU keeps its markers
+		loads=
+		for cpu in $(seq 0 $(($(nproc) - 1))); do
+			taskset -c "$cpu" "$W/smload" -q -j 1 -t "$SECS" &
+			loads="$loads $!"
+		done
+		wait $loads
+	else
+		"$W/smload" -q -j 2 -t "$SECS"
+	fi
 	if [ "$END" = clean ]; then
 		kill -TERM $pid
 		wait $pid

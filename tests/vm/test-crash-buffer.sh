@@ -23,10 +23,10 @@
 need_vm
 W=$(vm_workdir)
 
-# run_case NAME END STACKMAP BOOT_CAPTURE [CLOCK_INTERVAL CRASH_SIZE SECONDS]
+# run_case NAME END STACKMAP BOOT_CAPTURE [CLOCK_INTERVAL CRASH_SIZE SECONDS LOAD]
 run_case() {
 	local name=$1 end=$2 stackmap=$3 boot_capture=$4 interval=${5:-100ms} size=${6:-4M}
-	local secs=${7:-2} d=$W/$1 cmdline t0 rc seg
+	local secs=${7:-2} load=${8:-} d=$W/$1 cmdline t0 rc seg
 	mkdir -p "$d"
 	cp "$W"/stackmapd "$W"/stackmapctl "$W"/smload "$W"/guest-*.sh "$d/"
 	printf '#!/bin/sh\necho "$1" >> %s/hooked.txt\n' "$d" > "$d/hook.sh"
@@ -66,7 +66,7 @@ CONF
 			  tr '\n' ' ')
 	t0=$(now_s)
 	vm_run "$d" --smp 2 --reboots 1 --timeout 300 --append "$cmdline" \
-		-- "$d/guest-crash.sh" "$d/crash.conf" "$end" "$secs" > "$d/vm.log" 2>&1
+		-- "$d/guest-crash.sh" "$d/crash.conf" "$end" "$secs" $load > "$d/vm.log" 2>&1
 	rc=$?
 	note "$name: guest runs $(elapsed "$t0") s (exit status $rc)"
 	[ $rc -eq 0 ] || { cat "$d/vm.log" "$d"/stackmapd*.log; fail "$name: the guest part failed"; }
@@ -146,6 +146,6 @@ run_case panic panic on yes
 run_case reset reset off no 100ms 4M 0.5
 run_case clean clean on no
 # every marker overwritten: one clock marker in ten minutes, a buffer the load wraps
-# many times over; the armed record names the boot
-run_case lost panic on no 10min 1M 3
+# many times over on every CPU (a load on each); the armed record names the boot
+run_case lost panic on no 10min 1M 3 pinned
 exit 0
