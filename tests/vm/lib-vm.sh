@@ -60,7 +60,7 @@ build_smdump() {
 vm_run() {
 	local w=$1
 	shift
-	"$RUN_IN_VM" --share "$w" --cwd "$w" --env "top_srcdir=$top_srcdir" "$@"
+	"$RUN_IN_VM" --share "$w" --cwd "$w" --klog "$w/kernel.log" --env "top_srcdir=$top_srcdir" "$@"
 }
 
 # vm_guest WORKDIR [run-in-vm options...] -- COMMAND: run COMMAND in the
