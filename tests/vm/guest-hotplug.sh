@@ -2,28 +2,33 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Guest part of test-hotplug.sh, run by run-in-vm in the work directory:
 # CPU 1 is offline when stackmapd starts, comes online while it records,
-# goes offline and comes back; a load runs after each step.
+# goes offline and comes back; a load runs after each step. The log and
+# the archive are kept on the guest's own /tmp until the end, then copied
+# into the work directory.
 #   guest-hotplug.sh CONF SOCKET
 set -u
 W=$PWD
 CONF=$1
 SOCK=$2
 CPU1=/sys/devices/system/cpu/cpu1/online
+G=/tmp/hotplug-guest
+LOG=$G/stackmapd.log
+mkdir -p $G
 
 echo 0 > $CPU1 || { echo "cannot take CPU 1 offline"; exit 1; }
-"$W/stackmapd" -c "$CONF" > "$W/stackmapd.log" 2>&1 &
+"$W/stackmapd" -c "$CONF" > $LOG 2>&1 &
 pid=$!
 i=0
-while ! grep -q 'recording [0-9]* CPUs' "$W/stackmapd.log" 2>/dev/null; do
-	kill -0 $pid 2>/dev/null || { echo "stackmapd exited early:"; cat "$W/stackmapd.log"; exit 1; }
+while ! grep -q 'recording [0-9]* CPUs' $LOG 2>/dev/null; do
+	kill -0 $pid 2>/dev/null || { echo "stackmapd exited early:"; cat $LOG; exit 1; }
 	i=$((i + 1))
-	[ $i -lt 300 ] || { echo "stackmapd did not start:"; cat "$W/stackmapd.log"; exit 1; }
+	[ $i -lt 300 ] || { echo "stackmapd did not start:"; cat $LOG; exit 1; }
 	sleep 0.1
 done
 "$W/smload" -q -j 1 -t 1
 echo 1 > $CPU1
 i=0
-while ! grep -q 'CPU 1 came online: recording it' "$W/stackmapd.log"; do
+while ! grep -q 'CPU 1 came online: recording it' $LOG; do
 	i=$((i + 1))
 	[ $i -lt 100 ] || { echo "CPU 1 was not picked up"; break; }
 	sleep 0.1
@@ -38,4 +43,7 @@ date -u +%Y-%m-%dT%H:%M:%S.%6NZ > "$W/back-online"
 "$W/stackmapctl" --socket "$SOCK" status --json > "$W/status.json"
 kill -TERM $pid
 wait $pid
-echo "stackmapd exit status $?"
+rc=$?
+cp $LOG "$W/stackmapd.log" && cp -r $G/archive "$W/archive" && sync ||
+	{ echo "cannot copy the log and the archive to the work directory"; exit 1; }
+echo "stackmapd exit status $rc"

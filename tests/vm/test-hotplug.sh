@@ -10,6 +10,10 @@
 
 need_vm
 W=$(vm_workdir)
+# The archive and the log live on the guest's tmpfs while CPUs come and go,
+# and are copied to the share once the last CPU change is over: the share
+# (9p) once lost a write made while CPU 1 came online, and the file kept
+# zeros in its place.
 cat > "$W/hotplug.conf" <<CONF
 [trace]
 instance = hotplug
@@ -17,7 +21,7 @@ events = kmem:kmem_cache_alloc
 stacktrace = all
 buffer_size = 1M
 [archive]
-directory = $W/archive
+directory = /tmp/hotplug-guest/archive
 segment_age = 1s
 sync = no
 [control]
