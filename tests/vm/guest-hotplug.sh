@@ -7,6 +7,7 @@
 # into the work directory.
 #   guest-hotplug.sh CONF SOCKET
 set -u
+. "$(dirname "$0")/guest-lib.sh"
 W=$PWD
 CONF=$1
 SOCK=$2
@@ -18,13 +19,7 @@ mkdir -p $G
 echo 0 > $CPU1 || { echo "cannot take CPU 1 offline"; exit 1; }
 "$W/stackmapd" -c "$CONF" > $LOG 2>&1 &
 pid=$!
-i=0
-while ! grep -q 'recording [0-9]* CPUs' $LOG 2>/dev/null; do
-	kill -0 $pid 2>/dev/null || { echo "stackmapd exited early:"; cat $LOG; exit 1; }
-	i=$((i + 1))
-	[ $i -lt 300 ] || { echo "stackmapd did not start:"; cat $LOG; exit 1; }
-	sleep 0.1
-done
+wait_recording $LOG $pid 30
 "$W/smload" -q -j 1 -t 1
 echo 1 > $CPU1
 i=0
