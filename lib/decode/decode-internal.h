@@ -25,6 +25,14 @@ struct tep_handle;
 #define DECODE_MAX_ERRORS 16
 
 /*
+ * How long after its event a stack entry can be stamped: the kernel stamps
+ * it once it has unwound the stack, microseconds later. A segment or frame
+ * that starts at most this long after a time window's end is read, because
+ * its first entry may be the stack of the window's last event.
+ */
+#define DECODE_STACK_LAG_NS UINT64_C(1000000000)
+
+/*
  * Reader limits (doc/segment-format.md, "Reader limits"): whatever a
  * segment claims, a reader holds no more than this.
  */

@@ -366,6 +366,12 @@ static bool wall_window(const struct decoder_filter *f)
 	return f->wall_since != 0 || f->wall_until != UINT64_MAX;
 }
 
+/* Where a stack entry of an event at or before until can be stamped at the latest. */
+static uint64_t stack_lag_end(uint64_t until)
+{
+	return until > UINT64_MAX - DECODE_STACK_LAG_NS ? UINT64_MAX : until + DECODE_STACK_LAG_NS;
+}
+
 /* Whether a frame of this span (seek table convention) may hold events of [since, until]. */
 static bool span_meets(uint64_t first_ts, uint64_t last_ts, uint64_t since, uint64_t until)
 {
@@ -400,12 +406,14 @@ static void frame_span(const struct segment_index *idx, size_t *seek, struct ite
  * older daemons have none). A frame partly inside stays; its events are
  * checked one by one. So does the frame after a CPU's last frame in the
  * window: it may start with the stack of the window's last event, which
- * the kernel stamped after that event. Without a window every frame is
+ * the kernel stamped after that event. A CPU's first frame in the segment
+ * follows a frame of an earlier one: it stays if it starts within
+ * DECODE_STACK_LAG_NS of the window's end. Without a window every frame is
  * read, those without events too (lost-event flags).
  */
 static void place_window(struct decoder_segment *s, const struct decoder_filter *f)
 {
-	uint64_t lo = f->since, hi = f->until, wlo = 1, whi = 0;
+	uint64_t lo = f->since, hi = f->until, wlo = 1, whi = 0, lag_hi;
 
 	if (wall_window(f) && s->nr_clocks) {
 		s->wall_placed = true;
@@ -418,19 +426,24 @@ static void place_window(struct decoder_segment *s, const struct decoder_filter 
 	}
 	if (lo == 0 && hi == UINT64_MAX)
 		return;
+	lag_hi = stack_lag_end(hi);
 	for (size_t c = 0; c < s->nr_cpus; c++) {
 		struct cpu_stream *cs = &s->cpus[c];
-		bool after_kept = false;
+		bool first = true, after_kept = false;
 		uint32_t k = 0;
 
 		for (uint32_t i = 0; i < cs->total; i++) {
 			const struct item_ref *r = &cs->refs[i];
 			bool meets = span_meets(r->first_ts, r->last_ts, lo, hi);
 
-			if (r->boundary || meets || (after_kept && r->first_ts > hi))
+			/* the CPU's first frame: the last one before it is in an earlier segment */
+			if (r->boundary || meets ||
+			    ((after_kept || (first && r->first_ts <= lag_hi)) && r->first_ts > hi))
 				cs->refs[k++] = *r;
-			if (!r->boundary)
+			if (!r->boundary) {
 				after_kept = meets;
+				first = false;
+			}
 		}
 		cs->total = k;
 	}
@@ -467,7 +480,8 @@ static bool segment_unwanted(const struct segment_index *idx, const struct decod
 
 		if (f->cpu >= 0 && c->cpu != (uint32_t)f->cpu)
 			continue;
-		if (c->events && c->last_ts >= f->since && c->first_ts <= f->until)
+		/* it may start with the stack of the window's last event */
+		if (c->events && c->last_ts >= f->since && c->first_ts <= stack_lag_end(f->until))
 			return false;
 	}
 	return true;

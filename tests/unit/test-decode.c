@@ -294,9 +294,9 @@ static size_t refs_in_window(uint64_t since, uint64_t until)
 	return n;
 }
 
-/* The entries a window [since, until] of CPU 0's pages yields: their times and whether stacks. */
-static size_t decode_window(const char *path, uint64_t since, uint64_t until, uint64_t *ts,
-			    bool *stack, size_t max)
+/* The entries a window [since, until] of segments of CPU 0's pages yields: times, whether stacks. */
+static size_t decode_window_of(const char *const *paths, size_t nr_paths, uint64_t since,
+			       uint64_t until, uint64_t *ts, bool *stack, size_t max)
 {
 	struct decoder_filter f = DECODER_FILTER_ALL;
 	struct decoder *d;
@@ -305,7 +305,7 @@ static size_t decode_window(const char *path, uint64_t since, uint64_t until, ui
 
 	f.since = since;
 	f.until = until;
-	CHECK(decoder_open((const char *const[]){ path }, 1, &d) == 0);
+	CHECK(decoder_open(paths, nr_paths, &d) == 0);
 	CHECK(decoder_set_filter(d, &f) == 0);
 	while (decoder_next(d, &ev) > 0 && n < max) {
 		ts[n] = ev.ts;
@@ -313,6 +313,12 @@ static size_t decode_window(const char *path, uint64_t since, uint64_t until, ui
 	}
 	decoder_free(d);
 	return n;
+}
+
+static size_t decode_window(const char *path, uint64_t since, uint64_t until, uint64_t *ts,
+			    bool *stack, size_t max)
+{
+	return decode_window_of((const char *const[]){ path }, 1, since, until, ts, stack, max);
 }
 
 /*
@@ -356,6 +362,60 @@ static void test_window_stacks(void)
 	CHECK_MSG(n == nr_refs - pair - 2 && n && !stack[0],
 		  "%zu entries, want %zu, the first %s", n, nr_refs - pair - 2,
 		  n && stack[0] ? "a stack" : "an event");
+}
+
+/* A segment of CPU 0's pages [from, to) in one frame, with the INDEX the daemon writes. */
+static char *seg_indexed(const char *name, int from, int to, uint64_t first_ts, uint64_t last_ts)
+{
+	struct segment_writer *w = seg_open(dir, name, NULL);
+	struct segment_cpu_index cpu = { .cpu = 0, .pages = (uint64_t)(to - from), .events = 1,
+					 .first_ts = first_ts, .last_ts = last_ts };
+	struct segment_seek seek = { .cpu = 0, .offset = segment_writer_size(w),
+				     .first_ts = first_ts, .last_ts = last_ts };
+	struct segment_index idx = { .flags = SEGMENT_INDEX_F_SEEK, .nr_cpus = 1, .cpus = &cpu,
+				     .nr_frames = 1, .frames = &seek };
+	char *path = NULL;
+
+	add_pages(w, 0, from, to);
+	CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
+	return path;
+}
+
+/*
+ * The same across segments: the window's last event ends one segment and
+ * its stack, stamped after the window, starts the next, whose span then
+ * lies wholly after the window.
+ */
+static void test_window_stacks_segments(void)
+{
+	_cleanup_free_ char *p1 = NULL, *p2 = NULL;
+	static uint64_t ts[MAX_REF];
+	static bool stack[MAX_REF];
+	size_t last = 0, n;
+	int split = 0;
+
+	/* a page boundary between an event and its later stack */
+	for (int i = 1; i < NR_PAGES && !split; i++) {
+		nr_refs = 0;
+		ref_pages(0, 0, i);
+		last = nr_refs - 1;
+		ref_pages(0, i, i + 1);
+		if (refs[last].type != 4 && refs[last + 1].type == 4 && refs[last + 1].ts > refs[last].ts)
+			split = i;
+	}
+	CHECK_MSG(split, "no page of the capture starts with the stack of the last event before it");
+	if (!split)
+		return;
+	nr_refs = 0;
+	ref_pages(0, 0, NR_PAGES);
+	p1 = seg_indexed("00000016-w", 0, split, refs[0].ts, refs[last].ts);
+	p2 = seg_indexed("00000017-w", split, NR_PAGES, refs[last + 1].ts, refs[nr_refs - 1].ts);
+
+	n = decode_window_of((const char *const[]){ p1, p2 }, 2, 0, refs[last].ts, ts, stack, MAX_REF);
+	CHECK_MSG(n == refs_in_window(0, refs[last].ts) && n && stack[n - 1] &&
+		  ts[n - 1] == refs[last + 1].ts,
+		  "%zu entries, want %zu, the last %s at %" PRIu64, n, refs_in_window(0, refs[last].ts),
+		  n && stack[n - 1] ? "a stack" : "an event", n ? ts[n - 1] : 0);
 }
 
 /* A CPU without data in some segments: its stream goes on in a later one. */
@@ -1094,6 +1154,7 @@ int main(void)
 	test_hostile_page();
 	test_live_symbols();
 	test_window_stacks();
+	test_window_stacks_segments();
 
 	test_rmtree(dir);
 	free(dir);
