@@ -395,19 +395,21 @@ static void test_window_stacks_segments(void)
 	int split = 0;
 
 	/* a page boundary between an event and its later stack */
-	for (int i = 1; i < NR_PAGES && !split; i++) {
-		nr_refs = 0;
-		ref_pages(0, 0, i);
-		last = nr_refs - 1;
+	nr_refs = 0;
+	ref_pages(0, 0, 1);
+	for (int i = 1; i < NR_PAGES; i++) {
+		size_t start = nr_refs;
+
 		ref_pages(0, i, i + 1);
-		if (refs[last].type != 4 && refs[last + 1].type == 4 && refs[last + 1].ts > refs[last].ts)
+		if (!split && refs[start - 1].type != 4 && refs[start].type == 4 &&
+		    refs[start].ts > refs[start - 1].ts) {
 			split = i;
+			last = start - 1;
+		}
 	}
 	CHECK_MSG(split, "no page of the capture starts with the stack of the last event before it");
 	if (!split)
 		return;
-	nr_refs = 0;
-	ref_pages(0, 0, NR_PAGES);
 	p1 = seg_indexed("00000016-w", 0, split, refs[0].ts, refs[last].ts);
 	p2 = seg_indexed("00000017-w", split, NR_PAGES, refs[last + 1].ts, refs[nr_refs - 1].ts);
 
