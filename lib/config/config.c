@@ -110,6 +110,11 @@ int config_set_events(struct config *c, const char *list, char **m)
 				      (int)len, p) ?: -EINVAL;
 			goto out;
 		}
+		if (memchr(p, ',', len)) {
+			r = strprintf(m, "'%.*s': separate events with spaces, not commas", (int)len,
+				      p) ?: -EINVAL;
+			goto out;
+		}
 		if (n == CONFIG_MAX_EVENTS) {
 			r = strprintf(m, "more than %d events", CONFIG_MAX_EVENTS) ?: -EINVAL;
 			goto out;
@@ -170,6 +175,11 @@ static int set_stacktrace(struct config *c, const char *value, char **m)
 		_cleanup_free_ char *sys = NULL, *name = NULL;
 		int i;
 
+		if (memchr(p, ',', len)) {
+			r = strprintf(m, "'%.*s': separate events with spaces, not commas", (int)len,
+				      p) ?: -EINVAL;
+			goto out;
+		}
 		if ((len == 3 && startswith(p, "all")) || (len == 4 && startswith(p, "none"))) {
 			r = strprintf(m, "'%.*s' cannot be combined with event names", (int)len,
 				      p) ?: -EINVAL;
