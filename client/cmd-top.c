@@ -95,7 +95,7 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 		case 's':
 			a->sort = top_sort_from_string(optarg);
 			if (a->sort < 0) {
-				log_err("unknown sort key '%s'", optarg);
+				log_err("unknown sort key '%s' (symbol, stack, callsite, comm or pid)", optarg);
 				return -1;
 			}
 			break;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # stackmapctl's command line as a user meets it: `help COMMAND` prints the
 # command's help; a mistyped command gets the closest name, not the whole
-# list; the command list says what export writes; control commands'
+# list; an unknown sort key of top names the keys there are; the command
+# list says what export writes; control commands'
 # --help explains their options; the manual's synopsis keeps
 # `boot-cmdline [-c FILE]` on one line; bash completion offers every
 # command even when stackmapctl is not in PATH. Needs no tracefs.
@@ -22,6 +23,12 @@ rc=0
 grep -q "unknown command 'reprot'; did you mean 'report'?" "$tmp/err" || fail "said: $(cat "$tmp/err")"
 [ "$(wc -l < "$tmp/err")" = 1 ] && [ ! -s "$tmp/out" ] ||
 	fail "an unknown command printed more than the hint: $(cat "$tmp/err")"
+
+rc=0
+"$STACKMAPCTL" top --sort dso /nonexistent > "$tmp/out" 2> "$tmp/err" || rc=$?
+[ "$rc" = 2 ] || fail "top with an unknown sort key exited $rc"
+grep -q "unknown sort key 'dso' (symbol, stack, callsite, comm or pid)" "$tmp/err" ||
+	fail "top --sort dso said: $(cat "$tmp/err")"
 
 "$STACKMAPCTL" --help | grep -E '^  export .*trace\.dat' > /dev/null ||
 	fail "--help does not say export writes trace.dat"
