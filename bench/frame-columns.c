@@ -479,7 +479,8 @@ int main(int argc, char **argv)
 		printf("%-18s %10" PRIu64 " %9.3f %12.3f %12.3f %12.3f %6s\n",
 		       mname[m], res.stored,
 		       (double)res.stored / (double)f.events, res.enc * 1e6 / (double)f.events,
-		       res.zenc * 1e6 / (double)f.events, res.dec * 1e6 / (double)f.events, res.exact ? "yes" : "NO");
+		       res.zenc * 1e6 / (double)f.events, res.dec * 1e6 / (double)f.events,
+		       res.exact ? "yes" : "NO");
 		if (m)
 			frame_columns_get_stats(fc, &st);
 	}

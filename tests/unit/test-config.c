@@ -624,11 +624,11 @@ static const struct bad bad_configs[] = {
 	{ "[trace]\nevents = kmem:*\n", false,
 	  NAME ":2: trace.events: 'kmem:*': wildcards are not supported", NULL },
 	{ "[trace]\nevents = kmem:kmalloc,sched:sched_switch\n", false,
-	  NAME ":2: trace.events: 'kmem:kmalloc,sched:sched_switch': separate events with spaces, not commas",
-	  NULL },
+	  NAME ":2: trace.events: 'kmem:kmalloc,sched:sched_switch': separate events with spaces, "
+	  "not commas", NULL },
 	{ "[trace]\nevents = kmem:kmalloc kmem:kfree\nstacktrace = kmem:kmalloc,kmem:kfree\n", false,
-	  NAME ":3: trace.stacktrace: 'kmem:kmalloc,kmem:kfree': separate events with spaces, not commas",
-	  NULL },
+	  NAME ":3: trace.stacktrace: 'kmem:kmalloc,kmem:kfree': separate events with spaces, "
+	  "not commas", NULL },
 	{ "[trace]\nevents = kmem:kmalloc kmem:kfree kmem:kmalloc\n", false,
 	  NAME ":2: trace.events: 'kmem:kmalloc' is listed twice", NULL },
 	{ "[trace]\nevents = kmem:nope\n", true,
