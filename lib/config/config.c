@@ -91,6 +91,15 @@ static int split_event(const char *p, size_t len, char **ret_sys, char **ret_nam
 	return 0;
 }
 
+/* A word of an event list (len bytes at p) with a comma: the list is separated the wrong way. */
+static int refuse_commas(const char *p, size_t len, char **m)
+{
+	if (!memchr(p, ',', len))
+		return 0;
+	return strprintf(m, "'%.*s': separate events with spaces, not commas", (int)len, p) ?:
+		-EINVAL;
+}
+
 /*
  * Replace c->events with the events in list (space-separated system:event),
  * every one with stacktrace on.
@@ -110,11 +119,9 @@ int config_set_events(struct config *c, const char *list, char **m)
 				      (int)len, p) ?: -EINVAL;
 			goto out;
 		}
-		if (memchr(p, ',', len)) {
-			r = strprintf(m, "'%.*s': separate events with spaces, not commas", (int)len,
-				      p) ?: -EINVAL;
+		r = refuse_commas(p, len, m);
+		if (r < 0)
 			goto out;
-		}
 		if (n == CONFIG_MAX_EVENTS) {
 			r = strprintf(m, "more than %d events", CONFIG_MAX_EVENTS) ?: -EINVAL;
 			goto out;
@@ -175,11 +182,9 @@ static int set_stacktrace(struct config *c, const char *value, char **m)
 		_cleanup_free_ char *sys = NULL, *name = NULL;
 		int i;
 
-		if (memchr(p, ',', len)) {
-			r = strprintf(m, "'%.*s': separate events with spaces, not commas", (int)len,
-				      p) ?: -EINVAL;
+		r = refuse_commas(p, len, m);
+		if (r < 0)
 			goto out;
-		}
 		if ((len == 3 && startswith(p, "all")) || (len == 4 && startswith(p, "none"))) {
 			r = strprintf(m, "'%.*s' cannot be combined with event names", (int)len,
 				      p) ?: -EINVAL;
