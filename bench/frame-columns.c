@@ -356,7 +356,7 @@ static void run(const struct frames *f, struct frame_columns *fc, int method, in
 	res->exact = true;
 	for (int rep = 0; rep < reps; rep++) {
 		uint64_t start = 0, stored = 0;
-		double t0, tz, t1 = 0, t2 = 0, t3 = 0;
+		double t0, tz, now, t1 = 0, t2 = 0, t3 = 0;
 
 		for (uint64_t i = 0; i < f->frames; i++) {
 			uint64_t end = get_le64(f->ends.data + 8 * i);
@@ -380,8 +380,9 @@ static void run(const struct frames *f, struct frame_columns *fc, int method, in
 					   ZSTD_compress2(cc, z.data, z.cap, in, inlen);
 			if (ZSTD_isError(zl))
 				exit(1);
-			t1 += cpu_now() - t0;
-			t3 += cpu_now() - tz;
+			now = cpu_now();
+			t1 += now - t0;
+			t3 += now - tz;
 			stored += zl;
 			if (rep == 0)
 				res->crc = crc32c(res->crc, in, inlen);
