@@ -5,8 +5,10 @@
  * the daemon use to symbolize stacks.
  */
 #include <assert.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "ksyms.h"
@@ -183,6 +185,15 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
+/* Give back what a reservation did not use: not needed, so a failure keeps it. */
+static void shrink(void **p, size_t len)
+{
+	void *q = len ? realloc(*p, len) : NULL;
+
+	if (q)
+		*p = q;
+}
+
 /* The table from the lines parsed into ps (taken over, also on failure). */
 static int parser_finish(struct parser *ps, struct ksyms **ret)
 {
@@ -217,6 +228,8 @@ static int parser_finish(struct parser *ps, struct ksyms **ret)
 		if (ks->syms[i].addr != 0)
 			ks->usable = true;
 	}
+	shrink((void **)&ks->syms, ks->n * sizeof(struct ksym));
+	shrink((void **)&ks->pool, ps->pool.len);
 
 	*ret = steal_ptr(ks);
 	return 0;
@@ -247,27 +260,63 @@ int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
 	return parser_finish(&ps, ret);
 }
 
-/* Line by line: the text of a large kernel's kallsyms is several MB, its table half of that. */
+/*
+ * A kernel's kallsyms text is several MB and its table half of that: the
+ * lines are parsed where read() put them, and the table is reserved for a
+ * large kernel up front, so that its growth copies nothing (pages that are
+ * not written are not taken); parser_finish() gives the rest back.
+ */
+#define LOAD_CHUNK (64 * 1024)
+#define LOAD_SYMS (128 * 1024)
+#define LOAD_POOL (4 * 1024 * 1024)
+
 int ksyms_load(const char *path, struct ksyms **ret)
 {
-	_cleanup_fclose_ FILE *f = NULL;
 	struct parser ps = { .last_module = NO_MODULE };
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int r = 0;
+	_cleanup_free_ char *chunk = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	size_t have = 0;
+	int r;
 
 	assert(path);
 	assert(ret);
 
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	while (r >= 0 && (n = getline(&line, &cap, f)) > 0)
-		r = parse_line(&ps, line, line + n - (line[n - 1] == '\n'));
-	if (r >= 0 && ferror(f))
-		r = -EIO;
-	free(line);
+	chunk = malloc(LOAD_CHUNK);
+	if (!chunk)
+		return -ENOMEM;
+	r = buf_reserve(&ps.syms, LOAD_SYMS * sizeof(struct ksym));
+	if (r >= 0)
+		r = buf_reserve(&ps.pool, LOAD_POOL);
+	while (r >= 0) {
+		const char *p = chunk, *eol;
+		ssize_t n = read(fd, chunk + have, LOAD_CHUNK - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		if (n == 0) {
+			/* a last line without its newline */
+			if (have > 0)
+				r = parse_line(&ps, chunk, chunk + have);
+			break;
+		}
+		have += (size_t)n;
+		while (r >= 0 && (eol = memchr(p, '\n', have - (size_t)(p - chunk)))) {
+			r = parse_line(&ps, p, eol);
+			p = eol + 1;
+		}
+		have -= (size_t)(p - chunk);
+		if (have == LOAD_CHUNK)
+			r = -EINVAL;		/* a line longer than any symbol's */
+		else
+			memmove(chunk, p, have);
+	}
 	if (r < 0) {
 		buf_done(&ps.syms);
 		buf_done(&ps.pool);

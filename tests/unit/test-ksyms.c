@@ -333,6 +333,76 @@ static void test_load(void)
 	CHECK(rmdir(dir) == 0);
 }
 
+static int put_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+	bool ok;
+
+	if (!f)
+		return -errno;
+	ok = fwrite(data, 1, len, f) == len;
+	return fclose(f) == 0 && ok ? 0 : -EIO;
+}
+
+/*
+ * A file many times the loader's read size: lines cross every boundary,
+ * and a last line without a newline ends it. The table must be the one
+ * ksyms_parse() makes of the same text; a line longer than any symbol's
+ * is refused.
+ */
+static void test_load_large(void)
+{
+	_cleanup_free_ char *dir = test_tmpdir();
+	_cleanup_(buf_done) struct buf text = {};
+	struct ksyms *loaded = NULL, *parsed = NULL;
+	uint64_t addrs[64];
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	for (unsigned int i = 0; i < 20000; i++) {
+		uint64_t a = 0xffffffff81000000ULL + 16ULL * i;
+
+		if (i % 7 == 3)
+			CHECK(buf_printf(&text, "%016" PRIx64 " d data_%u\n", a, i) == 0);
+		else if (i % 5 == 1)
+			CHECK(buf_printf(&text, "%016" PRIx64 " t func_%u_with_a_longer_name\t[mod%u]\n",
+					 a, i, i / 1000) == 0);
+		else
+			CHECK(buf_printf(&text, "%016" PRIx64 " T func_%u\n", a, i) == 0);
+	}
+	CHECK(text.len > 8 * 64 * 1024);
+	CHECK(put_file(path, text.data, text.len - 1) == 0);	/* no final newline */
+	CHECK(ksyms_load(path, &loaded) == 0);
+	CHECK(ksyms_parse((const char *)text.data, text.len, &parsed) == 0);
+	CHECK_MSG(loaded && parsed && ksyms_count(loaded) == ksyms_count(parsed) &&
+		  ksyms_count(parsed) == 20000 - 20000 / 7,
+		  "%zu loaded, %zu parsed", ksyms_count(loaded), ksyms_count(parsed));
+	if (loaded && parsed) {
+		_cleanup_(buf_done) struct buf a = {}, b = {};
+
+		for (unsigned int i = 0; i < 64; i++)
+			addrs[i] = 0xffffffff81000000ULL + 16ULL * (i * 311 % 20000) + 4;
+		CHECK(ksyms_subset(loaded, addrs, 64, &a) > 0);
+		CHECK(ksyms_subset(parsed, addrs, 64, &b) > 0);
+		CHECK(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+		/* the last symbol has no end; the one before it ends at the last */
+		CHECK(ksyms_lookup(loaded, 0xffffffff81000000ULL + 16ULL * 19998, NULL, NULL, NULL));
+	}
+	ksyms_free(loaded);
+	ksyms_free(parsed);
+	loaded = NULL;
+
+	buf_reset(&text);
+	CHECK(buf_printf(&text, "ffffffff81000000 T ") == 0);
+	for (unsigned int i = 0; i < 70000; i++)
+		CHECK(buf_append(&text, "x", 1) == 0);
+	CHECK(put_file(path, text.data, text.len) == 0);
+	CHECK(ksyms_load(path, &loaded) == -EINVAL);
+	CHECK(!loaded);
+	CHECK(unlink(path) == 0);
+	CHECK(rmdir(dir) == 0);
+}
+
 /* Not a check: how long the real table takes, when it is readable. */
 static void bench_proc_kallsyms(void)
 {
@@ -380,6 +450,7 @@ int main(void)
 	test_restricted();
 	test_malformed();
 	test_load();
+	test_load_large();
 	bench_proc_kallsyms();
 	return tests_done("test-ksyms");
 }
