@@ -2,8 +2,9 @@
 # bench/run, the benchmark behind doc/performance.md, still measures every
 # tool it compares: a short run (--quick, the kmem workload) of the floors,
 # trace-cmd, perf and stackmapd writes a CSV row per tool with its events,
-# bytes, CPU and memory, and a summary per tool; nothing is asserted about
-# the figures themselves. Afterwards, and after a run stopped with SIGTERM
+# bytes, CPU and memory, a summary per tool, and each tool's ratios to
+# perf's run of the same repetition; nothing is asserted about the figures
+# themselves. Afterwards, and after a run stopped with SIGTERM
 # while each tool records, nothing it started or made is left: no process,
 # no tracefs instance, no work directory, the top level as it was.
 . "$top_srcdir/tests/lib.sh"
@@ -68,6 +69,11 @@ for tool in sys.argv[2].split(","):
 sys.exit(0 if ok else 1)
 EOF
 grep -q '^## main' "$tmp/bench.out" || fail "no main table on standard output"
+# each tool against perf in the same repetition: one pair each, a ratio per figure
+grep -Eq '^kmem +stackmapd +[0-9.]+/[0-9.]+/[0-9.]+ +[0-9.]+/[0-9.]+/[0-9.]+ +1$' "$tmp/bench.out" ||
+	fail "no ratio of stackmapd's bytes and CPU to perf's in the same repetition"
+grep -Eq '^kmem +floor-read +-/-/- +[0-9.]+/[0-9.]+/[0-9.]+ +1$' "$tmp/bench.out" ||
+	fail "floor-read, which stores nothing, has a bytes ratio or no CPU ratio"
 left=$(left_behind "$pid" "$dir")
 [ -z "$left" ] || fail "bench/run left behind: $left"
 
