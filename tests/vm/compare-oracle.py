@@ -243,7 +243,7 @@ def match_cpu(arch, orc):
         if best is None:
             continue
         j = best[1]
-        pairs.append((a, orc[j]))
+        pairs.append((a, orc[j], skew))
         dt = orc[j].ts - a.ts
         bisect.insort(recent, dt)
         order.append(dt)
@@ -354,7 +354,7 @@ def main():
             # oracle events in the archive's time span that it does not have
             lo, hi = arch[cpu][0].ts, arch[cpu][-1].ts
             missed += sum(1 for o in orc.get(cpu, []) if lo <= o.ts <= hi) - len(pairs)
-        for a, o in pairs:
+        for a, o, skew in pairs:
             if o.stack is None:
                 continue            # the oracle has no stack for it: nothing to compare
             matched += 1
@@ -378,11 +378,13 @@ def main():
                 wrong += 1
                 if shown < args.show:
                     shown += 1
-                    print('WRONG cpu %d %s-%s %s at %d.%06d (oracle %d.%06d):\n'
+                    # the usual offset of the two recordings then: a pair far
+                    # from it is more likely the matching's than the archive's
+                    print('WRONG cpu %d %s-%s %s at %d.%06d (oracle %d.%06d, usual offset %+d us):\n'
                           '  archive: %s\n  oracle:  %s' %
                           (cpu, a.key[0], a.key[1], a.key[2], a.ts // 10**9,
                            a.ts % 10**9 // 1000, o.ts // 10**9, o.ts % 10**9 // 1000,
-                           ' '.join(a.stack), ' '.join(o.stack)))
+                           skew // 1000, ' '.join(a.stack), ' '.join(o.stack)))
             if naive_ids is not None and a.stack_kind == 'stack_id':
                 sid = naive_ids.get((cpu, a.stack_ts))
                 st = one_map.get(sid) if sid is not None else None
