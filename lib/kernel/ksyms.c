@@ -235,27 +235,41 @@ static int parser_finish(struct parser *ps, struct ksyms **ret)
 	return 0;
 }
 
+/*
+ * Parse the lines in [*p, end): each that ends with a newline and, with
+ * last, a final one without it. *p moves past what was parsed. Returns 0
+ * or the error of the first malformed line.
+ */
+static int parse_lines(struct parser *ps, const char **p, const char *end, bool last)
+{
+	while (*p < end) {
+		const char *eol = memchr(*p, '\n', (size_t)(end - *p));
+		int r;
+
+		if (!eol && !last)
+			break;
+		r = parse_line(ps, *p, eol ? eol : end);
+		if (r < 0)
+			return r;
+		*p = eol ? eol + 1 : end;
+	}
+	return 0;
+}
+
 int ksyms_parse(const char *text, size_t len, struct ksyms **ret)
 {
 	struct parser ps = { .last_module = NO_MODULE };
-	const char *p = text, *end = text + len;
+	const char *p = text;
 	int r;
 
 	assert(text || len == 0);
 	assert(ret);
 
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-
-		if (!eol)
-			eol = end;
-		r = parse_line(&ps, p, eol);
-		if (r < 0) {
-			buf_done(&ps.syms);
-			buf_done(&ps.pool);
-			return r;
-		}
-		p = eol + 1;
+	r = parse_lines(&ps, &p, text + len, true);
+	if (r < 0) {
+		buf_done(&ps.syms);
+		buf_done(&ps.pool);
+		return r;
 	}
 	return parser_finish(&ps, ret);
 }
@@ -291,7 +305,7 @@ int ksyms_load(const char *path, struct ksyms **ret)
 	if (r >= 0)
 		r = buf_reserve(&ps.pool, LOAD_POOL);
 	while (r >= 0) {
-		const char *p = chunk, *eol;
+		const char *p = chunk;
 		ssize_t n = read(fd, chunk + have, LOAD_CHUNK - have);
 
 		if (n < 0 && errno == EINTR)
@@ -302,15 +316,11 @@ int ksyms_load(const char *path, struct ksyms **ret)
 		}
 		if (n == 0) {
 			/* a last line without its newline */
-			if (have > 0)
-				r = parse_line(&ps, chunk, chunk + have);
+			r = parse_lines(&ps, &p, chunk + have, true);
 			break;
 		}
 		have += (size_t)n;
-		while (r >= 0 && (eol = memchr(p, '\n', have - (size_t)(p - chunk)))) {
-			r = parse_line(&ps, p, eol);
-			p = eol + 1;
-		}
+		r = parse_lines(&ps, &p, chunk + have, false);
 		have -= (size_t)(p - chunk);
 		if (have == LOAD_CHUNK)
 			r = -EINVAL;		/* a line longer than any symbol's */

@@ -333,17 +333,6 @@ static void test_load(void)
 	CHECK(rmdir(dir) == 0);
 }
 
-static int put_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "w");
-	bool ok;
-
-	if (!f)
-		return -errno;
-	ok = fwrite(data, 1, len, f) == len;
-	return fclose(f) == 0 && ok ? 0 : -EIO;
-}
-
 /*
  * A file many times the loader's read size: lines cross every boundary,
  * and a last line without a newline ends it. The table must be the one
@@ -371,7 +360,7 @@ static void test_load_large(void)
 			CHECK(buf_printf(&text, "%016" PRIx64 " T func_%u\n", a, i) == 0);
 	}
 	CHECK(text.len > 8 * 64 * 1024);
-	CHECK(put_file(path, text.data, text.len - 1) == 0);	/* no final newline */
+	CHECK(write_file_atomic(path, text.data, text.len - 1) == 0);	/* no final newline */
 	CHECK(ksyms_load(path, &loaded) == 0);
 	CHECK(ksyms_parse((const char *)text.data, text.len, &parsed) == 0);
 	CHECK_MSG(loaded && parsed && ksyms_count(loaded) == ksyms_count(parsed) &&
@@ -396,7 +385,7 @@ static void test_load_large(void)
 	CHECK(buf_printf(&text, "ffffffff81000000 T ") == 0);
 	for (unsigned int i = 0; i < 70000; i++)
 		CHECK(buf_append(&text, "x", 1) == 0);
-	CHECK(put_file(path, text.data, text.len) == 0);
+	CHECK(write_file_atomic(path, text.data, text.len) == 0);
 	CHECK(ksyms_load(path, &loaded) == -EINVAL);
 	CHECK(!loaded);
 	CHECK(unlink(path) == 0);
