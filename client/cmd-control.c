@@ -16,10 +16,9 @@
 #include <sys/un.h>
 #include <sysexits.h>
 
-#include <ini.h>
-
 #include "capture.h"
 #include "commands.h"
+#include "config.h"
 #include "ctl-proto.h"
 #include "log.h"
 
@@ -48,23 +47,11 @@ static void reply_done(struct reply *r)
 	*r = (struct reply){ 0 };
 }
 
-static int config_socket_handler(void *userdata, const char *section, const char *name,
-				 const char *value)
-{
-	char **path = userdata;
-
-	if (streq(section, "control") && streq(name, "socket") && *value) {
-		free(*path);
-		*path = strdup(value);
-	}
-	return 1;	/* other keys, and errors, are the daemon's business */
-}
-
 /*
  * The socket to use: $STACKMAPD_SOCKET (--socket), else [control] socket
- * in the daemon's configuration file (--config), else the default. Only
- * that key is read, so that a file the daemon would reject still names
- * its socket. *ret is allocated. Returns 0 or an exit status after saying why.
+ * in the daemon's configuration file (--config, see config_socket_path()),
+ * else the default. *ret is allocated. Returns 0 or an exit status after
+ * saying why.
  */
 static int socket_path(const struct options *o, char **ret)
 {
@@ -74,16 +61,15 @@ static int socket_path(const struct options *o, char **ret)
 
 	if (env && *env)
 		path = strdup(env);
-	else if (o->config) {
-		r = ini_parse(o->config, config_socket_handler, &path);
-		if (r < 0) {
-			free(path);
+	else if (!o->config)
+		path = strdup(CTL_SOCKET_DEFAULT);
+	else {
+		r = config_socket_path(o->config, &path);
+		if (r < 0 && r != -ENOMEM) {
 			log_err("cannot read '%s'", o->config);
 			return 1;
 		}
 	}
-	if (!path)
-		path = strdup(CTL_SOCKET_DEFAULT);
 	if (!path) {
 		log_err("out of memory");
 		return 1;

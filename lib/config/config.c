@@ -625,6 +625,50 @@ int config_load(struct config *c, const char *path, char **ret_error)
 	return config_load_string(c, path, text, ret_error);
 }
 
+struct socket_state {
+	char *path;
+	int r;
+};
+
+static int socket_handler(void *userdata, const char *section, const char *name,
+			  const char *value)
+{
+	struct socket_state *s = userdata;
+
+	if (streq(section, "control") && streq(name, "socket") && *value &&
+	    config_replace_string(&s->path, value) < 0)
+		s->r = -ENOMEM;
+	return 1;	/* other keys, and errors, are config_load()'s business */
+}
+
+int config_socket_path(const char *path, char **ret)
+{
+	struct socket_state s = { 0 };
+	int r;
+
+	assert(path);
+	assert(ret);
+
+	/* inih opens the file with fopen(), which leaves errno set when it fails */
+	errno = 0;
+	r = ini_parse(path, socket_handler, &s);
+	if (r == -1)
+		s.r = errno > 0 ? -errno : -EIO;
+	else if (r == -2)
+		s.r = -ENOMEM;
+	if (s.r == 0 && !s.path) {
+		s.path = strdup(DEFAULT_SOCKET);
+		if (!s.path)
+			s.r = -ENOMEM;
+	}
+	if (s.r < 0) {
+		free(s.path);
+		return s.r;
+	}
+	*ret = s.path;
+	return 0;
+}
+
 unsigned config_key_line(const struct config *c, const char *key)
 {
 	for (size_t i = 0; i < config_nr_keys; i++) {

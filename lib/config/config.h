@@ -145,6 +145,14 @@ int config_load(struct config *c, const char *path, char **ret_error);
 int config_load_string(struct config *c, const char *name, const char *text, char **ret_error);
 
 /*
+ * The control socket the file at path names ([control] socket), else the
+ * default. Only that key is read, so that a file config_load() would
+ * reject still names its socket; nothing is checked. *ret is allocated
+ * (caller frees). Returns 0, -ENOMEM, or the -errno of opening path.
+ */
+int config_socket_path(const char *path, char **ret);
+
+/*
  * The line "section.name" (e.g. "trace.clock") was set on in the file c
  * was loaded from; 0 if it was not (a default) or the key is unknown.
  * Filters have their own line (config_event.filter_line).

@@ -769,6 +769,31 @@ static void test_load_file(void)
 	config_done(&c);
 }
 
+/* The client's look-up of the socket: that key only, whatever else the file holds. */
+static void test_socket_path(void)
+{
+	char path[4096], *socket = NULL;
+
+	snprintf(path, sizeof(path), "%s/socket.conf", fixture);
+	write_text(path, "[control]\nsocket = /tmp/a\n[nonsense]\nkey = ?\n"
+		   "[control]\nsocket = /tmp/b\nsocket =\n");
+	CHECK(config_socket_path(path, &socket) == 0);
+	CHECK_MSG(socket && streq(socket, "/tmp/b"), "%s", socket);
+	free(socket);
+	socket = NULL;
+
+	write_text(path, "[trace]\nsocket = /tmp/c\n");
+	CHECK(config_socket_path(path, &socket) == 0);
+	CHECK_MSG(socket && streq(socket, RUNSTATEDIR "/stackmapd/control"), "%s", socket);
+	free(socket);
+	socket = NULL;
+
+	snprintf(path, sizeof(path), "%s/nonexistent.conf", fixture);
+	CHECK(config_socket_path(path, &socket) == -ENOENT);
+	CHECK(!socket);
+	CHECK_ABORTS(config_socket_path(NULL, &socket));
+}
+
 static char *cmdline(const char *text, int *ret_r)
 {
 	struct config c;
@@ -1072,6 +1097,7 @@ int main(void)
 	test_good();
 	test_bad();
 	test_load_file();
+	test_socket_path();
 	test_boot_cmdline();
 	test_crash_cmdline();
 	test_needs_restart();
