@@ -3,6 +3,7 @@
  * Crash captures as the client shows them (capture.h): info prints the
  * line under a segment's head, list under its row.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <time.h>
@@ -23,13 +24,17 @@ static void format_date(uint64_t usec, char *buf, size_t len)
 
 int capture_describe(const struct segment_meta *meta, uint64_t span_ns, char *buf, size_t len)
 {
-	const char *capture = segment_meta_get(meta, "capture");
-	const char *end = segment_meta_get(meta, "capture_boot_end");
-	const char *boot = segment_meta_get(meta, "boot_id");
+	const char *capture, *end, *boot;
 	uint64_t last = 0, stop = 0;
 	char date[64];
 	bool clean;
 
+	assert(meta);
+	assert(buf);
+
+	capture = segment_meta_get(meta, "capture");
+	end = segment_meta_get(meta, "capture_boot_end");
+	boot = segment_meta_get(meta, "boot_id");
 	if (!capture || !streq(capture, "crash"))
 		return 0;
 	clean = end && streq(end, "clean");
@@ -54,6 +59,9 @@ int capture_describe_file(const char *path, char *buf, size_t len)
 	struct segment_record rec;
 	uint64_t first = UINT64_MAX, last = 0;
 	int r;
+
+	assert(path);
+	assert(buf);
 
 	r = segment_reader_open(path, &rd);
 	if (r < 0)

@@ -5,6 +5,7 @@
  * top-level buffer with everything recorded since early boot, and those
  * that keep the crash buffer ([crash]) across a warm reboot.
  */
+#include <assert.h>
 #include <getopt.h>
 
 #include "commands.h"
@@ -72,6 +73,8 @@ int cmd_boot_cmdline(int argc, char **argv)
 	_cleanup_free_ char *error = NULL, *line = NULL, *crash = NULL;
 	struct config c;
 	int opt, r, ret = CONFIG_EXIT_INVALID;
+
+	assert(argv);
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+c:h", options, NULL)) >= 0) {

@@ -6,6 +6,7 @@
  * bar is drawn; and the output files of flamegraph and export, written
  * whole or not at all.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@ int cmd_json_print(struct json_writer *w)
 	_cleanup_free_ char *text = NULL;
 	int r;
 
+	assert(w);
+
 	r = json_writer_finish(w, &text, NULL);
 	json_writer_done(w);
 	if (r < 0)
@@ -34,6 +37,8 @@ int cmd_json_print(struct json_writer *w)
 void cmd_progress_policy(struct progress *p)
 {
 	const char *e = getenv("STACKMAPCTL_PROGRESS");
+
+	assert(p);
 
 	p->delay_usec = USEC_PER_SEC;
 	if (e && streq(e, "never"))
@@ -48,17 +53,20 @@ void cmd_progress_init(struct progress *p, const char *label, uint64_t total, bo
 	bool to_file = !json && isatty(STDOUT_FILENO) != 1 && fstat(STDOUT_FILENO, &st) == 0 &&
 		       (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode));
 
+	assert(p);
+	assert(label);
+
 	progress_init(p, STDERR_FILENO, label, to_file ? total : 0);
 	cmd_progress_policy(p);
 }
 
-/* Returns 0 (go on), 1 (help printed), -1 (usage error, logged) or -2 (nothing to read). */
 /*
- * Parse the arguments of cmd_segment_each() and resolve the segments into
- * sel (initialized). Returns 0 with *ret_json, 1 when help was printed,
- * -1 on a usage error, -2 when nothing can be read (logged).
+ * Parse the arguments of cmd_segment_each() into sel (initialized) and
+ * *ret_json; *ret_first gets the index of the first SEGMENT argument.
+ * Returns 0, 1 when help was printed, -EINVAL on a usage error (logged).
  */
-static int segment_args(int argc, char **argv, bool *ret_json, struct selection *sel)
+static int segment_args(int argc, char **argv, bool *ret_json, int *ret_first,
+			struct selection *sel)
 {
 	bool json = false;
 	int i = 1;
@@ -78,13 +86,11 @@ static int segment_args(int argc, char **argv, bool *ret_json, struct selection 
 			return 1;
 		} else {
 			log_err("%s: unknown option '%s'", argv[0], argv[i]);
-			return -1;
+			return -EINVAL;
 		}
 	}
-	sel->every_file = true;
-	if (selection_resolve(sel, argc - i, argv + i) < 0)
-		return -2;	/* the mistakes it refuses are of filters, which are not taken here */
 	*ret_json = json;
+	*ret_first = i;
 	return 0;
 }
 
@@ -94,12 +100,20 @@ int cmd_segment_each(int argc, char **argv, int (*one)(const char *path, bool js
 	_cleanup_(selection_done) struct selection sel;
 	bool json;
 	struct progress bar;
-	int k, ret = 0;
+	int first, k, ret = 0;
+
+	assert(argc > 0);
+	assert(argv);
+	assert(one);
 
 	selection_init(&sel);
-	k = segment_args(argc, argv, &json, &sel);
+	k = segment_args(argc, argv, &json, &first, &sel);
 	if (k != 0)
-		return k == 1 ? 0 : k == -1 ? 2 : 1;
+		return k > 0 ? 0 : 2;
+	sel.every_file = true;
+	/* nothing to read (logged): the mistakes it refuses are of filters, not taken here */
+	if (selection_resolve(&sel, argc - first, argv + first) < 0)
+		return 1;
 	cmd_progress_init(&bar, argv[0], sel.nr_paths, json);
 	for (size_t i = 0; i < sel.nr_paths; i++) {
 		if (blank_line && !json && i > 0)
@@ -132,6 +146,9 @@ int cmd_output_open(struct cmd_output *o, const char *path)
 	struct stat st;
 	int r;
 
+	assert(o);
+	assert(path);
+
 	*o = (struct cmd_output){ .path = (char *)path, .fd = -1 };
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		o->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
@@ -152,6 +169,8 @@ int cmd_output_open(struct cmd_output *o, const char *path)
 
 int cmd_output_finish(struct cmd_output *o, int r)
 {
+	assert(o);
+
 	if (o->fd >= 0 && close(o->fd) < 0 && r >= 0)
 		r = -errno;
 	o->fd = -1;

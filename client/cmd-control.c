@@ -7,6 +7,7 @@
  * reply came in time; 2 usage; 69 (EX_UNAVAILABLE) the daemon is not
  * running; 77 (EX_NOPERM) permission denied.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -650,6 +651,8 @@ static int simple(int argc, char **argv, const char *command, unsigned timeout,
 	struct reply rep = { 0 };
 	int r;
 
+	assert(argv);
+
 	r = parse_options(argc, argv, timeout, &o);
 	if (r >= 0)
 		return r;
@@ -757,6 +760,8 @@ int cmd_reload(int argc, char **argv)
 	struct reply rep = { 0 };
 	const struct json_value *keys;
 	int r;
+
+	assert(argv);
 
 	r = parse_options(argc, argv, TIMEOUT_SEC, &o);
 	if (r >= 0)

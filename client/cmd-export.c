@@ -9,6 +9,7 @@
  * written under a temporary name and renamed when complete. Exit status
  * as report's.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <sys/stat.h>
@@ -304,8 +305,11 @@ static int tracedat_event(struct decoded_event *ev, void *userdata)
 
 	if (ev->kind == DECODED_STACK_MISSING)
 		return 0;	/* nothing the kernel wrote */
-	if (decoder_segment_serial(ev->seg) != ctx->seg && take_tables(ctx, ev) < 0)
-		return -1;
+	if (decoder_segment_serial(ev->seg) != ctx->seg) {
+		r = take_tables(ctx, ev);
+		if (r < 0)
+			return r;
+	}
 	/* a stack stored by id or reference goes in as the kernel_stack it stands for */
 	if ((ev->kind == DECODED_STACK_REF || ev->kind == DECODED_STACK_ID) && ev->resolved &&
 	    !ev->text)
@@ -401,6 +405,8 @@ int cmd_export(int argc, char **argv)
 	uint64_t load_id = 0;
 	char *end;
 	int c, r;
+
+	assert(argv);
 
 	selection_init(&sel);
 	optind = 0;

@@ -6,6 +6,7 @@
  * (--diff-since/--diff-until). The title names the events; the subtitle
  * the window, the filters and the source. Exit status as report's.
  */
+#include <assert.h>
 #include <getopt.h>
 
 #include "cmd-common.h"
@@ -116,6 +117,8 @@ int cmd_flamegraph(int argc, char **argv)
 	_cleanup_free_ char *filters = NULL, *against = NULL, *sub = NULL;
 	struct fg_ctx ctx = { .fg = fg };
 	int c, r, nbase = 0, ret = 0;
+
+	assert(argv);
 
 	selection_init(&sel);
 	selection_init(&bsel);

@@ -7,6 +7,7 @@
  * with -v or for segments named one by one, each segment in detail
  * (cmd-info.c).
  */
+#include <assert.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <sys/stat.h>
@@ -189,6 +190,8 @@ int cmd_info(int argc, char **argv)
 	_cleanup_(selection_done) struct selection sel;
 	bool json = false, verbose = false, only_summary = false, pages = false, summary, each;
 	int c, r, ret = 0;
+
+	assert(argv);
 
 	selection_init(&sel);
 	optind = 0;

@@ -5,6 +5,7 @@
  * per-CPU figures come from the index of an intact segment, otherwise
  * from walking the pages that survived with the page walker.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <time.h>
 
@@ -631,6 +632,8 @@ int info_segment(const char *path, bool json, bool read_pages)
 {
 	struct info in = { .path = path, .read_pages = read_pages };
 	int k, ret = 0;
+
+	assert(path);
 
 	k = segment_reader_open(path, &in.r);
 	if (k < 0) {

@@ -9,6 +9,7 @@
  * damaged, cut short or recovered after a crash (everything readable is
  * printed first), 2 on usage errors.
  */
+#include <assert.h>
 #include <getopt.h>
 #include <inttypes.h>
 
@@ -343,6 +344,8 @@ int cmd_report(int argc, char **argv)
 	struct report_ctx ctx = { .sel = &sel };
 	int c, r;
 
+	assert(argv);
+
 	selection_init(&sel);
 	optind = 0;
 	while ((c = selection_getopt(&sel, argc, argv, "+hc:", opts)) > 0) {
@@ -464,6 +467,8 @@ int cmd_folded(int argc, char **argv)
 	struct folded_ctx ctx = {};
 	size_t n;
 	int c, r;
+
+	assert(argv);
 
 	selection_init(&sel);
 	optind = 0;

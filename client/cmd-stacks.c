@@ -4,6 +4,7 @@
  * the decoder loads them, symbolized, as text or JSON. Exit status 1 when
  * a segment could not be read or has problems (reported on stderr).
  */
+#include <assert.h>
 #include <getopt.h>
 #include <inttypes.h>
 
@@ -208,6 +209,8 @@ int cmd_stacks(int argc, char **argv)
 	bool json = false;
 	struct progress bar;
 	int c, r, ret = 0;
+
+	assert(argv);
 
 	selection_init(&sel);
 	optind = 0;

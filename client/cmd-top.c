@@ -7,6 +7,7 @@
  * terminal or printed as one block per interval otherwise. Exit status as
  * report's.
  */
+#include <assert.h>
 #include <getopt.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -80,7 +81,7 @@ static int top_sample(const struct sample *s, void *userdata)
 	return top_add(userdata, s);
 }
 
-/* Parse argv into *a and sel. Returns 0, 1 (help printed) or -1 (usage error, logged). */
+/* Parse argv into *a and sel. Returns 0, 1 (help printed) or -EINVAL (usage error, logged). */
 static int parse_args(int argc, char **argv, struct top_args *a, struct selection *sel)
 {
 	unsigned long *n;
@@ -96,7 +97,7 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			a->sort = top_sort_from_string(optarg);
 			if (a->sort < 0) {
 				log_err("unknown sort key '%s' (symbol, stack, callsite, comm or pid)", optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'n':
@@ -107,7 +108,7 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			*n = strtoul(optarg, &end, 10);
 			if (errno || *end || !*optarg || *optarg == '-' || (c != 'n' && !*n)) {
 				log_err("bad number '%s'", optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'j':
@@ -126,7 +127,7 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			if (errno || *end || !*optarg || a->width < 0 || a->width > 100000 ||
 			    (a->width && a->width < 20)) {
 				log_err("bad width '%s' (0, or 20 columns and more)", optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'I':
@@ -134,7 +135,7 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			a->interval = strtod(optarg, &end);
 			if (errno || *end || !*optarg || !(a->interval >= 0.1 && a->interval <= 3600)) {
 				log_err("bad interval '%s' (0.1 to 3600 seconds)", optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'P':
@@ -142,7 +143,7 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			a->min_percent = strtod(optarg, &end);
 			if (errno || *end || !*optarg || !(a->min_percent >= 0 && a->min_percent <= 100)) {
 				log_err("bad percentage '%s' (0 to 100)", optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'f':
@@ -153,18 +154,18 @@ static int parse_args(int argc, char **argv, struct top_args *a, struct selectio
 			return 1;
 		default:
 			fprintf(stderr, "%s", top_usage);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	if (c < 0)
-		return -1;
+		return c;
 	if (a->iterations && !a->follow) {
 		log_err("--iterations needs --follow");
-		return -1;
+		return -EINVAL;
 	}
 	if (a->children && a->sort != TOP_SORT_SYMBOL) {
 		log_err("--children needs --sort symbol (the default)");
-		return -1;
+		return -EINVAL;
 	}
 	a->first = optind;
 	return 0;
@@ -198,21 +199,20 @@ static int top_once(struct selection *sel, const struct top_args *a, const char 
 	struct top_view v = { .json = a->json, .limit = a->limit, .children = a->children,
 			      .width = a->json ? 0 : top_width(a), .min_percent = a->min_percent };
 	_cleanup_(top_freep) struct top *t = top_new(a->sort);
-	int r;
+	int r, k;
 
-	if (!t) {
-		log_errno(LOG_ERR, -ENOMEM, "cannot count stacks");
-		return -1;
-	}
+	if (!t)
+		return log_errno(LOG_ERR, -ENOMEM, "cannot count stacks");
 	r = sample_source_run(sel, &so, top_sample, t);
 	if (r < 0)
 		return r;
 	if (heading)
 		printf("%s", heading);
-	if (top_print(t, stdout, &v) < 0 || fflush(stdout) != 0) {
-		log_errno(LOG_ERR, -errno, "cannot write the table");
-		return -1;
-	}
+	k = top_print(t, stdout, &v);
+	if (k >= 0 && fflush(stdout) != 0)
+		k = -errno;
+	if (k < 0)
+		return log_errno(LOG_ERR, k, "cannot write the table");
 	return r;
 }
 
@@ -260,6 +260,8 @@ int cmd_top(int argc, char **argv)
 	_cleanup_(selection_done) struct selection sel;
 	struct top_args a;
 	int r;
+
+	assert(argv);
 
 	selection_init(&sel);
 	r = parse_args(argc, argv, &a, &sel);

@@ -11,6 +11,7 @@
  * sample for the events the kernel lost in its time and host (of any
  * event type), and unresolved stacks under one "[unresolved stack]" frame.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -53,6 +54,9 @@ int export_pprof_parse_slice(const char *s, uint64_t *ret_ns)
 	} units[] = { { "", 1 }, { "s", 1 }, { "min", 60 }, { "m", 60 }, { "h", 3600 } };
 	char *end;
 	unsigned long long n;
+
+	assert(s);
+	assert(ret_ns);
 
 	errno = 0;
 	n = strtoull(s, &end, 10);
@@ -294,6 +298,11 @@ int export_pprof(struct selection *sel, struct sample_source_options *so,
 {
 	struct ctx c = { .o = o, .keys = strmap_new() };
 	int r, ret = 1;
+
+	assert(sel);
+	assert(so);
+	assert(o);
+	assert(out);
 
 	segtally_init(&c.tally);
 	if (!c.keys) {

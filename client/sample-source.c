@@ -6,6 +6,7 @@
  * event of that CPU shows whether a stack belongs to it. Each segment's
  * META is copied once into an origin that its samples point to.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -304,11 +305,13 @@ int sample_source_run(struct selection *sel, const struct sample_source_options 
 	struct progress bar;
 	int r;
 
+	assert(sel);
+	assert(o);
+	assert(fn);
+
 	src.syms = calloc((size_t)1 << SYM_CACHE_BITS, sizeof(*src.syms));
-	if (!src.syms) {
-		log_errno(LOG_ERR, -ENOMEM, "cannot read the events");
-		return -1;
-	}
+	if (!src.syms)
+		return log_errno(LOG_ERR, -ENOMEM, "cannot read the events");
 	progress_init(&bar, STDERR_FILENO, o->progress_label ?: "",
 		      o->progress_label ? sel->nr_paths : 0);
 	cmd_progress_policy(&bar);	/* only for reads that take a while */

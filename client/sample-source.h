@@ -41,8 +41,9 @@ struct sample_source_options {
  * every event that passes its filters as a sample (borrowed for the
  * call). Damaged segments are logged and
  * skipped as by `report`; fn returning a negative errno stops. Returns 0
- * when everything decoded, 1 when something was damaged or fn failed,
- * -1 when nothing could be decoded.
+ * when everything decoded, 1 when something was damaged or fn failed, 2
+ * when a filter names what the selection does not hold, or a negative
+ * errno (logged) when nothing could be decoded.
  */
 int sample_source_run(struct selection *sel, const struct sample_source_options *o,
 		      int (*fn)(const struct sample *s, void *userdata), void *userdata);

@@ -7,6 +7,7 @@
  * and the closest name, as a usage mistake (exit status 2); a valid filter
  * that matched nothing gets "no events matched".
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ struct selection_seen {
 
 void selection_seen_free(struct selection *s)
 {
+	assert(s);
+
 	if (!s->seen)
 		return;
 	strmap_free(s->seen->events);
@@ -44,6 +47,8 @@ void selection_seen_free(struct selection *s)
 /* "0-1" or "0-3,6" for the CPUs that nr_cpus counts from 0. */
 int selection_check_options(struct selection *s, unsigned int nr_cpus)
 {
+	assert(s);
+
 	if (s->since.set && s->until.set && s->since.trace == s->until.trace &&
 	    s->since.ns > s->until.ns) {
 		log_err("--since %s is after --until %s: the window is empty", s->since_arg ?: "",
@@ -89,11 +94,15 @@ static int take_events(struct selection_seen *seen, const struct decoded_event *
 
 void selection_seen_event(struct selection *s, const struct decoded_event *ev, bool passed)
 {
-	struct selection_seen *seen = s->seen;
+	struct selection_seen *seen;
 	const char *comm;
 	int pid;
 	size_t idx;
 
+	assert(s);
+	assert(ev);
+
+	seen = s->seen;
 	if (!seen) {
 		seen = s->seen = calloc(1, sizeof(*seen));
 		if (!seen)
@@ -260,8 +269,11 @@ static bool name_held(struct strmap *m, const char *name)
 
 int selection_verdict(struct selection *s, int ret)
 {
-	struct selection_seen *seen = s->seen;
+	struct selection_seen *seen;
 
+	assert(s);
+
+	seen = s->seen;
 	if (ret < 0 || (seen && seen->matched))
 		return ret;
 	if (seen && s->event && strmap_size(seen->events) && !event_held(seen->events, s->event)) {

@@ -6,6 +6,7 @@
  * groups. Wall-clock windows become trace-clock windows per segment with
  * lib/segment/wallclock.h and the CLOCK pairs of the segments of the same boot.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -62,6 +63,8 @@ void selection_init(struct selection *s)
 {
 	struct timespec ts;
 
+	assert(s);
+
 	*s = (struct selection){ .pid = -1 };
 	(void)clock_gettime(CLOCK_REALTIME, &ts);
 	s->now = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
@@ -69,6 +72,8 @@ void selection_init(struct selection *s)
 
 void selection_done(struct selection *s)
 {
+	assert(s);
+
 	for (size_t i = 0; i < s->nr_paths; i++) {
 		free(s->paths[i]);
 		if (s->state) {
@@ -126,6 +131,8 @@ int selection_option(struct selection *s, int c, const char *arg)
 	struct wallclock_time *t;
 	char *e;
 
+	assert(s);
+
 	switch (c) {
 	case SELECTION_OPT_SINCE:
 	case SELECTION_OPT_UNTIL:
@@ -134,13 +141,13 @@ int selection_option(struct selection *s, int c, const char *arg)
 		if (wallclock_parse(arg, s->now, t) < 0) {
 			log_err("invalid time '%s' (2026-12-01 03:12, 03:12, -10min, "
 				"2026-12-01T03:12:00+01:00 or trace-clock seconds)", arg);
-			return -1;
+			return -EINVAL;
 		}
 		return 1;
 	case SELECTION_OPT_CPU:
 		if (parse_cpus(s, arg) < 0) {
 			log_err("invalid CPU list '%s'", arg);
-			return -1;
+			return -EINVAL;
 		}
 		return 1;
 	case SELECTION_OPT_PID:
@@ -148,7 +155,7 @@ int selection_option(struct selection *s, int c, const char *arg)
 		s->pid = strtol(arg, &e, 10);
 		if (errno || *e || !*arg || s->pid < 0) {
 			log_err("invalid pid '%s'", arg);
-			return -1;
+			return -EINVAL;
 		}
 		return 1;
 	case SELECTION_OPT_COMM:
@@ -167,7 +174,7 @@ int selection_option(struct selection *s, int c, const char *arg)
 	case SELECTION_OPT_BOOT:
 		if (!*arg) {
 			log_err("invalid boot '' (0, -1, ... or a boot id)");
-			return -1;
+			return -EINVAL;
 		}
 		s->boot = arg;
 		return 1;
@@ -176,7 +183,7 @@ int selection_option(struct selection *s, int c, const char *arg)
 
 		if (config_parse_duration(arg, &usec) < 0 || !usec) {
 			log_err("invalid duration '%s' (e.g. 5s, 500ms, 2min)", arg);
-			return -1;
+			return -EINVAL;
 		}
 		s->last_ns = usec * 1000;
 		return 1;
@@ -187,7 +194,7 @@ int selection_option(struct selection *s, int c, const char *arg)
 		if (budget_parse_size(arg, &v) < 0 || v < BUDGET_MIN_LIMIT) {
 			log_err("invalid memory limit '%s' (a size such as 256M or 1G, at least %" PRIu64
 				" MiB)", arg, BUDGET_MIN_LIMIT >> 20);
-			return -1;
+			return -EINVAL;
 		}
 		s->memory_limit = arg;
 		return 1;
@@ -202,10 +209,15 @@ int selection_getopt(struct selection *s, int argc, char **argv, const char *sho
 {
 	int c, r;
 
+	assert(s);
+	assert(argv);
+	assert(shortopts);
+	assert(longopts);
+
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) >= 0) {
 		r = selection_option(s, c, optarg);
 		if (r < 0)
-			return -EINVAL;
+			return r;
 		if (r == 0)
 			return c;
 	}
@@ -214,6 +226,8 @@ int selection_getopt(struct selection *s, int argc, char **argv, const char *sho
 
 bool selection_filtering(const struct selection *s)
 {
+	assert(s);
+
 	return s->since.set || s->until.set || s->cpus || s->pid >= 0 || s->comm || s->event;
 }
 
@@ -612,6 +626,10 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 	const char *bad;
 	int r;
 
+	assert(s);
+	assert(!s->state);	/* resolved once */
+	assert(argv || argc == 0);
+
 	/* every byte the readers hold comes out of this budget (doc/reading-archives.md) */
 	if (budget_setup(s->memory_limit, &bad) < 0) {
 		log_err("invalid memory limit '%s' (a size such as 256M or 1G, at least %" PRIu64
@@ -664,8 +682,13 @@ int selection_resolve(struct selection *s, int argc, char **argv)
 const char *selection_group_label(const struct selection *s, size_t g)
 {
 	static char label[256];
-	const struct seg_info *i = &s->state->info[s->group_start[g]];
+	const struct seg_info *i;
 
+	assert(s);
+	assert(s->state);
+	assert(g < s->nr_groups);
+
+	i = &s->state->info[s->group_start[g]];
 	(void)snprintf(label, sizeof(label), "host %s boot %s recording %s",
 		       i->host && *i->host ? i->host : "?", i->boot && *i->boot ? i->boot : "?",
 		       i->recording && *i->recording ? i->recording : "?");
@@ -815,9 +838,14 @@ static bool filtering_beyond_cpu(const struct selection *s)
 
 bool selection_wanted(struct selection *s, const struct decoded_event *ev)
 {
-	struct selection_state *st = s->state;
+	struct selection_state *st;
 	bool w;
 
+	assert(s);
+	assert(s->state);
+	assert(ev);
+
+	st = s->state;
 	if (GREEDY_REALLOC0(st->cpu_wanted, st->nr_cpus, (size_t)ev->cpu + 1) < 0)
 		return false;
 	/*
@@ -838,8 +866,14 @@ bool selection_wanted(struct selection *s, const struct decoded_event *ev)
 
 bool selection_wall(struct selection *s, const struct decoded_event *ev, uint64_t *ret)
 {
-	struct selection_state *st = s->state;
+	struct selection_state *st;
 
+	assert(s);
+	assert(s->state);
+	assert(ev);
+	assert(ret);
+
+	st = s->state;
 	pool_pairs(st, ev);
 	if (!st->nr_pairs)
 		return false;
@@ -885,7 +919,10 @@ static struct decoder_filter seek_filter(const struct selection *s)
 	return f;
 }
 
-/* Decode group g. Returns 0, 1 (damaged), 2 (stopped: fn failed or no memory), -1 (cannot start). */
+/*
+ * Decode group g. Returns 0, 1 (damaged), 2 (stopped: fn failed or no
+ * memory), or the -errno of opening the decoder (logged).
+ */
 static int decode_group(struct selection *s, size_t g, const struct selection_run *run)
 {
 	size_t from = s->group_start[g], to = s->group_start[g + 1], idx = from;
@@ -902,7 +939,7 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 			log_err("cannot decode: %s", budget_error());
 		else
 			log_errno(LOG_ERR, r, "cannot decode");
-		return -1;
+		return r;
 	}
 	{
 		struct decoder_filter f = seek_filter(s);
@@ -961,11 +998,16 @@ int selection_decode(struct selection *s, const struct selection_run *run)
 {
 	int ret = 0;
 
+	assert(s);
+	assert(s->state);
+	assert(run);
+	assert(run->event);
+
 	for (size_t g = 0; g < s->nr_groups; g++) {
 		int r = decode_group(s, g, run);
 
 		if (r < 0 && s->nr_groups == 1)
-			return -1;
+			return r;
 		if (r != 0)
 			ret = 1;
 		if (r == 2)

@@ -102,7 +102,8 @@ void selection_done(struct selection *s);
 
 /*
  * Handle option c (a SELECTION_OPT_*) of a command's getopt loop. Returns
- * 1 if handled, 0 if c is not a shared option, -1 on a bad value (logged).
+ * 1 if handled, 0 if c is not a shared option, -EINVAL on a bad value
+ * (logged).
  */
 int selection_option(struct selection *s, int c, const char *arg);
 
@@ -167,9 +168,10 @@ void selection_seen_free(struct selection *s);
  * group's first event when there is more than one group. Errors of damaged
  * segments are logged and decoding goes on; fn or group returning < 0
  * stops; progress (may be NULL) gets the index of the path being read.
- * s->stats sums the decoders' resolution counters. Returns 0 when everything decoded, 1 when something
- * was damaged or fn failed, -1 when nothing could be decoded, 2 when a
- * filter names what the selection does not hold (selection_verdict()).
+ * s->stats sums the decoders' resolution counters. Returns 0 when
+ * everything decoded, 1 when something was damaged or fn failed, 2 when a
+ * filter names what the selection does not hold (selection_verdict()), or
+ * a negative errno (logged) when nothing could be decoded.
  */
 struct selection_run {
 	int (*event)(struct decoded_event *ev, void *userdata);

@@ -4,6 +4,7 @@
  * This file owns the command table, the usage text and the dispatch; each
  * command is in a cmd-*.c file (commands.h, commands-export.h).
  */
+#include <assert.h>
 #include <getopt.h>
 
 #include "commands-export.h"
@@ -37,6 +38,8 @@ static const struct {
 
 const char *stackmapctl_command_help(const char *name)
 {
+	assert(name);
+
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		if (streq(commands[i].name, name))
 			return commands[i].help;
@@ -70,6 +73,8 @@ int cmd_help(int argc, char **argv)
 {
 	int (*run)(int, char **);
 	char *args[3];
+
+	assert(argv);
 
 	if (argc < 2) {
 		usage(stdout);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Which known name a mistyped one was meant to be (suggest.h): Levenshtein distance. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +37,12 @@ static size_t distance(const char *a, const char *b)
 const char *suggest_closest(const char *word, const char *const *names, size_t n)
 {
 	const char *best = NULL;
-	size_t best_d = SIZE_MAX, len = strlen(word);
+	size_t best_d = SIZE_MAX, len;
 
+	assert(word);
+	assert(names || n == 0);
+
+	len = strlen(word);
 	for (size_t i = 0; i < n; i++) {
 		size_t d = distance(word, names[i]);
 
