@@ -1,7 +1,7 @@
 -- stackmapd's tables in ClickHouse (18.16 and later): the events of a
 -- fleet's segments, their stacks, the events the kernel lost, and which
 -- segment was loaded from where. doc/fleet.md describes the columns, the
--- loader (stackmapd-load) and the queries; lib/export/chexport.h the rows.
+-- loader (stackmapd-load) and the queries; lib/export/clickhouse.h the rows.
 --
 -- Each server of the cluster `stackmapd` (remote_servers in the server's
 -- configuration; one shard for a single server) gets the same tables:

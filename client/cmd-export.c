@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * stackmapctl export: segments to formats other tools read. pprof (gzipped
- * profiles, client/export-pprof.h), ClickHouse rows (lib/export/chexport.h)
- * and CSV (a directory with events.csv and stacks.csv,
- * lib/export/csvexport.h), from client/sample-source.h, and
+ * profiles, client/cmd-export-pprof.h), ClickHouse rows
+ * (lib/export/clickhouse.h) and CSV (a directory with events.csv and
+ * stacks.csv, lib/export/csv.h), from client/sample-source.h, and
  * trace-cmd's trace.dat (lib/export/tracedat.h) from the decoded events
  * themselves, with each segment's formats, symbols and tasks. Files are
  * written under a temporary name and renamed when complete. Exit status
@@ -16,12 +16,12 @@
 
 #include <event-parse.h>
 
+#include "clickhouse.h"
 #include "cmd-common.h"
-#include "chexport.h"
+#include "cmd-export-pprof.h"
 #include "commands-export.h"
-#include "csvexport.h"
+#include "csv.h"
 #include "decode.h"
-#include "export-pprof.h"
 #include "log.h"
 #include "sample-source.h"
 #include "selection.h"
@@ -104,7 +104,7 @@ static FILE *open_in(const char *dir, const char *name)
 
 /*
  * The rows of the segments for the tables of clickhouse/schema.sql,
- * tagged with load_id (lib/export/chexport.h). Every event, stack entries
+ * tagged with load_id (lib/export/clickhouse.h). Every event, stack entries
  * whose event was lost included, so that the rows add up to what the
  * segments hold.
  */

@@ -27,7 +27,7 @@ struct sample_field {
 
 /*
  * Where a sample was recorded: its segment's META, for exporters that keep
- * many hosts' events apart (lib/export/chexport.h). Strings are "" when
+ * many hosts' events apart (lib/export/clickhouse.h). Strings are "" when
  * the segment does not say.
  */
 struct sample_origin {

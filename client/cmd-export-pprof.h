@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * stackmapctl export --format pprof (client/export-pprof.c): one profile
- * of what a selection holds, or one profile per wall-clock slice, host,
+ * stackmapctl export --format pprof (client/cmd-export-pprof.c): one
+ * profile of what a selection holds, or one profile per wall-clock slice, host,
  * kernel and event, for continuous-profiling backends (doc/fleet.md).
  */
-#ifndef STACKMAPCTL_EXPORT_PPROF_H
-#define STACKMAPCTL_EXPORT_PPROF_H
+#ifndef STACKMAPCTL_CMD_EXPORT_PPROF_H
+#define STACKMAPCTL_CMD_EXPORT_PPROF_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * stackmapctl export --format pprof (export-pprof.h). Samples go into one
- * profile (lib/export/pprof.h), or with --slice into one profile per
+ * stackmapctl export --format pprof (cmd-export-pprof.h). Samples go
+ * into one profile (lib/export/pprof.h), or with --slice into one profile per
  * (slice of wall-clock time, host, kernel, event), all kept in memory
  * until the end: the samples of two segments interleave, and the losses
  * of a segment are known from its index once its samples are in
@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "cmd-common.h"
-#include "export-pprof.h"
+#include "cmd-export-pprof.h"
 #include "log.h"
 #include "pprof.h"
 #include "sample-source.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * ClickHouse export (chexport.h). Event rows and new stacks are streamed
+ * ClickHouse export (clickhouse.h). Event rows and new stacks are streamed
  * as samples come; what a segment adds up to (its losses per CPU and its
  * loads row) is tallied per announced segment (segtally.h) and written at
  * the end, since the samples of two consecutive segments interleave. Strings are written
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chexport.h"
+#include "clickhouse.h"
 #include "segtally.h"
 #include "strmap.h"
 

@@ -26,8 +26,8 @@
  * write outages included), else from its pages; their span is the
  * wall-clock span of that CPU's events in the segment.
  */
-#ifndef STACKMAPD_CHEXPORT_H
-#define STACKMAPD_CHEXPORT_H
+#ifndef STACKMAPD_CLICKHOUSE_H
+#define STACKMAPD_CLICKHOUSE_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -11,8 +11,8 @@
  * when there is none) from the innermost to the outermost, joined by ';'.
  * Stacks with the same function names are one stack, as in folded output.
  */
-#ifndef STACKMAPD_CSVEXPORT_H
-#define STACKMAPD_CSVEXPORT_H
+#ifndef STACKMAPD_CSV_H
+#define STACKMAPD_CSV_H
 
 #include <stdio.h>
 

@@ -5,7 +5,7 @@
  * answers "top 5 stacks of kmalloc" (skipped without sqlite3, failing
  * with CI=true).
  */
-#include "csvexport.h"
+#include "csv.h"
 #include "helpers.h"
 #include "sample-stream.h"
 
@@ -98,5 +98,5 @@ int main(void)
 
 	check_sqlite(dir);
 	test_rmtree(dir);
-	return tests_done("test-csvexport");
+	return tests_done("test-csv");
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CSV export (csvexport.h). Event rows are streamed; stacks are interned
+ * CSV export (csv.h). Event rows are streamed; stacks are interned
  * by their joined frame text, which is also what the stack table prints,
  * so the table is written from the intern table at the end.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "csvexport.h"
+#include "csv.h"
 #include "strmap.h"
 
 struct csv_export {

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * lib/export/chexport.c and segtally.c: the ClickHouse rows of the known
+ * lib/export/clickhouse.c and segtally.c: the ClickHouse rows of the known
  * sample stream (tests/sample-stream.h) from a segment whose META and
  * index are written here: stack keys that depend on function names only,
  * each stack once, TabSeparated escaping, entries, losses from the index
  * (with a CPU's wall-clock span) and the loads row.
  */
-#include "chexport.h"
+#include "clickhouse.h"
 #include "helpers.h"
 #include "sample-stream.h"
 #include "segment.h"
@@ -140,5 +140,5 @@ int main(void)
 	test_rows();
 	test_rmtree(tmpdir);
 	free(tmpdir);
-	return tests_done("test-chexport");
+	return tests_done("test-clickhouse");
 }
