@@ -154,6 +154,27 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The first 20 of names[0..n) joined by ", ", then ", ... (N in all)"; NULL without memory. */
+static char *names_list(const char *const *names, size_t n)
+{
+	char *list = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	f = open_memstream(&list, &len);
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < n && i < 20; i++)
+		fprintf(f, "%s%s", i ? ", " : "", names[i]);
+	if (n > 20)
+		fprintf(f, ", ... (%zu in all)", n);
+	if (fclose(f) != 0) {
+		free(list);
+		return NULL;
+	}
+	return list;
+}
+
 /* Log that what (an option's value) is not among m's names, listing some and the closest. */
 static void not_held(const char *option, const char *what, struct strmap *m, bool short_names,
 		     const char *kind)
@@ -161,8 +182,7 @@ static void not_held(const char *option, const char *what, struct strmap *m, boo
 	_cleanup_free_ const char **names = NULL;
 	_cleanup_free_ char *list = NULL;
 	const char *close;
-	size_t n = 0, len = 0;
-	FILE *f;
+	size_t n = 0;
 
 	names = names_of(m, short_names, &n);
 	if (!names || !n) {
@@ -171,14 +191,8 @@ static void not_held(const char *option, const char *what, struct strmap *m, boo
 	}
 	qsort(names, n, sizeof(*names), str_cmp);
 	close = suggest_closest(what, names, n);
-	f = open_memstream(&list, &len);
-	if (!f)
-		return;
-	for (size_t i = 0; i < n && i < 20; i++)
-		fprintf(f, "%s%s", i ? ", " : "", names[i]);
-	if (n > 20)
-		fprintf(f, ", ... (%zu in all)", n);
-	if (fclose(f) != 0)
+	list = names_list(names, n);
+	if (!list)
 		return;
 	if (close)
 		log_err("%s %s: no %s of that name in the selection; did you mean '%s'? It holds: %s",
@@ -205,8 +219,7 @@ static void pid_not_held(long pid, struct strmap *tasks)
 	_cleanup_free_ char *list = NULL, *digits = NULL;
 	char want[24];
 	const char *close;
-	size_t n = 0, len = 0, at = 0;
-	FILE *f;
+	size_t n = 0, at = 0;
 
 	names = names_of(tasks, false, &n);
 	if (!names || !n) {
@@ -226,14 +239,8 @@ static void pid_not_held(long pid, struct strmap *tasks)
 	}
 	(void)snprintf(want, sizeof(want), "%ld", pid);
 	close = suggest_closest(want, pids, n);
-	f = open_memstream(&list, &len);
-	if (!f)
-		return;
-	for (size_t i = 0; i < n && i < 20; i++)
-		fprintf(f, "%s%s", i ? ", " : "", names[i]);
-	if (n > 20)
-		fprintf(f, ", ... (%zu in all)", n);
-	if (fclose(f) != 0)
+	list = names_list(names, n);
+	if (!list)
 		return;
 	if (!close) {
 		log_err("--pid %ld: no event of that task in the selection. It holds: %s", pid, list);
