@@ -11,7 +11,6 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -26,25 +25,6 @@
 #define TRACEFS_MOUNT_POINT "/sys/kernel/tracing"
 #define CPU_POSSIBLE_PATH "/sys/devices/system/cpu/possible"
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
-
-int tracing_pathf(char buf[static PATH_MAX], const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, PATH_MAX, fmt, ap);
-	va_end(ap);
-	if (n < 0 || n >= PATH_MAX)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-bool tracing_exists(const char *path)
-{
-	return access(path, F_OK) == 0;
-}
-
 
 /* Parse a CPU list such as "0-3,5": the highest CPU, and whether cpu is in it. */
 static int cpulist_parse(const char *s, int cpu, bool *ret_has, int *ret_max)
