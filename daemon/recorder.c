@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The recorder's lifecycle and its flush barrier: new (binding to
- * tracefs), start (in the order tracefs and the archive need it), stop,
- * reload and free; and the barrier that snapshots, rotations, stack-map
- * resets and stop wait on until every reader has flushed. The other jobs
- * have files of their own: the readers recorder-readers.c, the loop's
- * timers recorder-timers.c, the segments' heads and tails
- * recorder-segment.c, the clock pairs recorder-clock.c, the health check
- * recorder-health.c, the flight recorder recorder-flight.c, status
- * recorder-status.c.
+ * The recorder's lifecycle: new (binding to tracefs), start (in the order
+ * tracefs and the archive need it), snapshot, flush, reset, stop, reload
+ * and free, on top of the other files of the module, which never call
+ * back up here: the readers recorder-readers.c, the loop's timers
+ * recorder-timers.c, the segments' heads and tails recorder-segment.c,
+ * the clock pairs recorder-clock.c, the health check recorder-health.c,
+ * the flight recorder recorder-flight.c, status recorder-status.c, and at
+ * the bottom the flush barrier they all wait on, recorder-flush.c.
  */
 #include <fcntl.h>
 #include <sys/eventfd.h>
@@ -24,11 +23,6 @@
 #include "util.h"
 
 #define DEDUP_MAX_STACKS (1u << 20)
-
-bool recorder_flight(const struct recorder *rec)
-{
-	return rec->cfg->record_mode == CONFIG_RECORD_FLIGHT;
-}
 
 int recorder_new(const struct config *c, struct recorder **ret, char **ret_error)
 {
@@ -55,30 +49,6 @@ int recorder_new(const struct config *c, struct recorder **ret, char **ret_error
 	}
 	*ret = rec;
 	return 0;
-}
-
-struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_generation *boundary,
-				    void (*cont)(struct recorder *, struct flush_op *),
-				    recorder_done_fn done, void *userdata)
-{
-	struct flush_op *op = calloc(1, sizeof(*op));
-
-	if (!op)
-		return NULL;
-	op->tokens = calloc(rec->nr_readers ? rec->nr_readers : 1, sizeof(*op->tokens));
-	if (!op->tokens) {
-		free(op);
-		return NULL;
-	}
-	op->nr_tokens = rec->nr_readers;
-	op->cont = cont;
-	op->done = done;
-	op->userdata = userdata;
-	op->next = rec->ops;
-	rec->ops = op;
-	for (unsigned i = 0; i < rec->nr_readers; i++)
-		op->tokens[i] = cpu_reader_request_flush(rec->readers[i], boundary);
-	return op;
 }
 
 /* The flush barrier offered to the stack-map generations (struct generations_ops). */
@@ -108,35 +78,6 @@ static const struct generations_ops gens_ops = {
 	.flush = gens_flush,
 	.rotate = gens_rotate,
 };
-
-static void flush_op_free(struct flush_op *op)
-{
-	free(op->tokens);
-	free(op);
-}
-
-void recorder_process_ops(struct recorder *rec)
-{
-	struct flush_op **pp = &rec->ops;
-
-	while (*pp) {
-		struct flush_op *op = *pp;
-		bool all = true;
-
-		/* a reader added since (CPU hotplug) had nothing to flush for it */
-		for (unsigned i = 0; i < op->nr_tokens && all; i++)
-			all = cpu_reader_flushed(rec->readers[i], op->tokens[i]);
-		if (!all) {
-			pp = &op->next;
-			continue;
-		}
-		*pp = op->next;
-		op->cont(rec, op);
-		flush_op_free(op);
-		/* cont may have added operations: start over */
-		pp = &rec->ops;
-	}
-}
 
 /* Hand the markers the readers have read back to their owners. */
 static void take_markers(struct recorder *rec)
@@ -455,14 +396,7 @@ void recorder_stop(struct recorder *rec)
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		cpu_reader_stop(rec->readers[i]);
 	take_markers(rec);
-	while (rec->ops) {
-		struct flush_op *op = rec->ops;
-
-		rec->ops = op->next;
-		if (op->done)
-			op->done(op->userdata, -ECANCELED, NULL);
-		flush_op_free(op);
-	}
+	recorder_cancel_ops(rec);
 	if (rec->gens)
 		generations_stop(rec->gens, rec->cfg->keep_tracing);
 	recorder_crash_stop(rec);
