@@ -6,8 +6,9 @@
  * within CTL_QUEUED_MAX for all clients) and closing after an error reply,
  * CTL_IDLE_TIMEOUT_USEC without a request or CTL_REPLY_TIMEOUT_USEC
  * without reading the reply; evicting the client idle longest when a new
- * one needs its place; and the requests a handler owns until it replies
- * with ctl_reply*().
+ * one needs its place; the requests a handler owns until it replies
+ * with ctl_reply*(); and the server's figures for status. ctl.c calls
+ * down here; nothing here calls ctl.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -479,6 +480,12 @@ void ctl_client_evict(struct ctl_client *cl)
 				   &text) == 0)
 		(void)send(cl->fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL);
 	client_finish(cl);
+}
+
+void ctl_get_stats(const struct ctl *c, struct ctl_stats *ret)
+{
+	*ret = c->stats;
+	ret->clients = c->nr_clients;
 }
 
 void ctl_request_add_stats(const struct ctl_request *req, struct json_writer *w)

@@ -439,12 +439,6 @@ fail:
 	return r;
 }
 
-void ctl_get_stats(const struct ctl *c, struct ctl_stats *ret)
-{
-	*ret = c->stats;
-	ret->clients = c->nr_clients;
-}
-
 struct ctl *ctl_free(struct ctl *c)
 {
 	struct stat st;
