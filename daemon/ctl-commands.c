@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The control commands the daemon serves (commands.h): each request from
+ * The control commands the daemon serves (ctl-commands.h): each request from
  * the control socket calls one module (status from the recorder, snapshot,
  * rotate, reset, reload) and builds the JSON reply of
  * doc/control-protocol.md.
  */
-#include "commands.h"
+#include "ctl-commands.h"
 #include "config.h"
 #include "hook.h"
 #include "recorder.h"
