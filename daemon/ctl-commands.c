@@ -5,6 +5,8 @@
  * rotate, reset, reload) and builds the JSON reply of
  * doc/control-protocol.md.
  */
+#include <assert.h>
+
 #include "ctl-commands.h"
 #include "config.h"
 #include "hook.h"
@@ -274,6 +276,10 @@ int commands_request(void *userdata, struct ctl_request *req, const char *comman
 {
 	struct commands *c = userdata;
 	int r;
+
+	assert(req);
+	assert(command);
+	assert(args);
 
 	if (args->n > 0)
 		return -EINVAL;

@@ -9,6 +9,8 @@
  * the daemon's own threads out of the recording and the crash buffer, at
  * start and whenever a reader is added.
  */
+#include <assert.h>
+
 #include "config.h"
 #include "cpu-reader.h"
 #include "generations.h"
@@ -123,6 +125,7 @@ void recorder_health_check(struct recorder *rec)
 
 bool recorder_healthy(struct recorder *rec, const char **ret_why)
 {
+	assert(rec);
 	if (rec->state == RECORDER_RECORDING && !rec->unhealthy)
 		rec->unhealthy = check_readers(rec);
 	if (ret_why)

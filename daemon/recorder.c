@@ -9,6 +9,7 @@
  * the flight recorder recorder-flight.c, status recorder-status.c, and at
  * the bottom the flush barrier they all wait on, recorder-flush.c.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
@@ -28,6 +29,9 @@ int recorder_new(const struct config *c, struct recorder **ret, char **ret_error
 {
 	struct recorder *rec;
 	int r;
+
+	assert(c);
+	assert(ret);
 
 	rec = calloc(1, sizeof(*rec));
 	if (!rec)
@@ -256,7 +260,12 @@ static int switch_subbuf(struct recorder *rec)
 int recorder_start(struct recorder *rec, sd_event *e,
 		   void (*on_segment)(void *userdata, const char *path), void *userdata)
 {
-	struct archive_params ap = {
+	struct archive_params ap;
+	int r;
+
+	assert(rec);
+
+	ap = (struct archive_params){
 		.directory = rec->cfg->directory,
 		.compression_level = rec->cfg->compression_level,
 		.sync = rec->cfg->sync,
@@ -264,8 +273,6 @@ int recorder_start(struct recorder *rec, sd_event *e,
 		.hooks = &recorder_archive_hooks,
 		.userdata = rec,
 	};
-	int r;
-
 	rec->state = RECORDER_STARTING;
 	rec->event = sd_event_ref(e);
 	rec->on_segment = on_segment;
@@ -377,6 +384,8 @@ void recorder_stop(struct recorder *rec)
 {
 	int r;
 
+	assert(rec);
+
 	if (rec->state != RECORDER_RECORDING && rec->state != RECORDER_STARTING)
 		return;
 	rec->state = RECORDER_STOPPING;
@@ -423,6 +432,7 @@ static void finish_after_flush(struct recorder *rec, struct flush_op *op)
 
 int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdata)
 {
+	assert(rec);
 	if (rec->state != RECORDER_RECORDING)
 		return -EAGAIN;
 	if (recorder_readers_lost(rec))
@@ -442,6 +452,7 @@ static void done_after_flush(struct recorder *rec, struct flush_op *op)
 
 int recorder_flush(struct recorder *rec, recorder_done_fn done, void *userdata)
 {
+	assert(rec);
 	if (rec->state != RECORDER_RECORDING)
 		return -EAGAIN;
 	if (recorder_readers_lost(rec))
@@ -475,6 +486,8 @@ int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata)
 	struct reset_wait *w;
 	int r;
 
+	assert(rec);
+
 	if (!rec->gens)
 		return -EOPNOTSUPP;
 	if (rec->state != RECORDER_RECORDING)
@@ -494,6 +507,9 @@ int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata)
 int recorder_reload(struct recorder *rec, const struct config *c)
 {
 	struct rotation_policy p = policy_of(c);
+
+	assert(rec);
+	assert(c);
 
 	rec->cfg = c;
 	archive_set_policy(rec->archive, &p, c->sync, c->compression_level);

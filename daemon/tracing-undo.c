@@ -7,6 +7,8 @@
  * reads and writes of tracefs values are tracing-values.c's; its copy on
  * disk is tracing-saved.c's.
  */
+#include <assert.h>
+
 #include "log.h"
 #include "tracing-internal.h"
 #include "util.h"
@@ -56,6 +58,9 @@ int tracing_remember(struct tracing *t, const char *path)
 {
 	_cleanup_free_ char *cur = NULL;
 	int r;
+
+	assert(t);
+	assert(path);
 
 	if (undo_has(t, path))
 		return 0;
