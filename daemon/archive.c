@@ -4,6 +4,7 @@
  * it, rotation, retention and the figures for status. What the directory
  * holds at start is archive-scan.c; write errors are archive-outage.c.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,6 +23,9 @@ int archive_open(const struct archive_params *p, struct archive **ret)
 {
 	struct archive *a;
 	int r;
+
+	assert(p);
+	assert(ret);
 
 	r = archive_make_directory(p->directory);
 	if (r < 0)
@@ -60,6 +64,8 @@ int archive_open(const struct archive_params *p, struct archive **ret)
 void archive_set_policy(struct archive *a, const struct rotation_policy *policy, bool sync,
 			int compression_level)
 {
+	assert(a);
+	assert(policy);
 	pthread_mutex_lock(&a->lock);
 	a->policy = *policy;
 	a->sync = sync;
@@ -132,6 +138,8 @@ int archive_start(struct archive *a)
 	struct archive_segment *s;
 	bool began = false;
 	int r;
+
+	assert(a);
 
 	r = open_segment(a, &s);
 	if (r < 0) {
@@ -329,6 +337,9 @@ int archive_append_frame(struct archive *a, const struct archive_frame *f)
 	struct archive_segment *s;
 	bool due = false;
 
+	assert(a);
+	assert(f);
+
 	pthread_mutex_lock(&a->lock);
 	s = a->cur;
 	if (!s && a->want_segment) {
@@ -364,6 +375,9 @@ int archive_append_record(struct archive *a, enum segment_rec_type type, uint32_
 {
 	struct write_outcome o = { .r = -ESHUTDOWN };
 
+	assert(a);
+	assert(payload || len == 0);
+
 	pthread_mutex_lock(&a->lock);
 	if (a->cur)
 		(void)write_guarded_locked(a, a->cur, NULL, type, cpu, payload, len, &o);
@@ -376,12 +390,15 @@ int archive_append_record(struct archive *a, enum segment_rec_type type, uint32_
 
 int archive_rotate_fd(const struct archive *a)
 {
+	assert(a);
 	return a->rotate_fd;
 }
 
 bool archive_take_rotate_request(struct archive *a)
 {
 	uint64_t v;
+
+	assert(a);
 
 	(void)!read(a->rotate_fd, &v, sizeof(v));
 	return atomic_exchange(&a->rotate_requested, false);
@@ -390,6 +407,8 @@ bool archive_take_rotate_request(struct archive *a)
 bool archive_rotation_due(struct archive *a)
 {
 	bool due;
+
+	assert(a);
 
 	pthread_mutex_lock(&a->lock);
 	due = a->cur && segment_due_locked(a, a->cur);
@@ -400,6 +419,8 @@ bool archive_rotation_due(struct archive *a)
 uint64_t archive_age_left(struct archive *a)
 {
 	uint64_t opened, now = now_usec(CLOCK_MONOTONIC);
+
+	assert(a);
 
 	pthread_mutex_lock(&a->lock);
 	opened = a->cur ? a->cur->opened_mono_usec : now;
@@ -524,6 +545,8 @@ int archive_rotate(struct archive *a, bool final, char **ret_path)
 	struct archive_segment *next = NULL, *old;
 	int r;
 
+	assert(a);
+
 	if (!final) {
 		r = open_segment(a, &next);
 		if (r < 0)
@@ -562,6 +585,8 @@ int archive_close(struct archive *a, char **ret_path)
 {
 	struct archive_segment *old;
 	int r;
+
+	assert(a);
 
 	pthread_mutex_lock(&a->lock);
 	old = a->cur;
@@ -645,6 +670,7 @@ static void replace_broken(struct archive *a)
 
 void archive_tick(struct archive *a)
 {
+	assert(a);
 	archive_enforce_retention(a);
 	archive_retry_recoveries(a);
 	retry_open(a);
@@ -655,10 +681,13 @@ void archive_enforce_retention(struct archive *a)
 {
 	_cleanup_free_ uint64_t *sizes = NULL;
 	uint64_t cur_size = 0, fs_total = 0, fs_free = 0;
-	struct rotation_policy policy = a->policy;
+	struct rotation_policy policy;
 	struct statvfs sv;
 	size_t del;
 
+	assert(a);
+
+	policy = a->policy;
 	if (!a->nr_done)
 		return;
 	sizes = calloc(a->nr_done, sizeof(*sizes));
@@ -701,6 +730,9 @@ void archive_get_status(struct archive *a, struct archive_status *ret, char **re
 {
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
 
+	assert(a);
+	assert(ret);
+
 	memset(ret, 0, sizeof(*ret));
 	for (size_t i = 0; i < a->nr_done; i++)
 		ret->bytes += a->done[i].bytes;
@@ -736,6 +768,8 @@ void archive_get_status(struct archive *a, struct archive_status *ret, char **re
 int archive_foreach(struct archive *a, int (*cb)(const char *path, uint64_t bytes, void *userdata),
 		    void *userdata)
 {
+	assert(a);
+	assert(cb);
 	for (size_t i = 0; i < a->nr_done; i++) {
 		_cleanup_free_ char *path = NULL;
 		int r;
@@ -753,6 +787,8 @@ uint64_t archive_cpu_dropped(struct archive *a, unsigned cpu, uint64_t *ret_byte
 {
 	uint64_t events = 0, bytes = 0;
 
+	assert(a);
+
 	pthread_mutex_lock(&a->lock);
 	if (cpu < a->nr_cpus) {
 		events = a->out.total_cpu_events[cpu];
@@ -766,6 +802,7 @@ uint64_t archive_cpu_dropped(struct archive *a, unsigned cpu, uint64_t *ret_byte
 
 const char *archive_directory(const struct archive *a)
 {
+	assert(a);
 	return a->dir;
 }
 

@@ -9,6 +9,7 @@
  * all run this same code, and it names the file, line and key that the
  * parser recorded, as the parser's own messages do.
  */
+#include <assert.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -197,6 +198,8 @@ int config_check_tracefs(const struct config *c, const char *tracing_dir,
 	struct checker ch = { .c = c, .dir = tracing_dir, .instance_dir = instance_dir };
 	int r = 0;
 
+	assert(c);
+
 	if (instance_dir && !has_file(instance_dir, "events"))
 		r = check_fail(&ch, "trace.instance", config_key_line(c, "trace.instance"),
 			       "'%s' is not a tracing instance (it has no events/)", instance_dir);
@@ -249,6 +252,8 @@ int config_check_filter(const char *tracing_dir, const char *system, const char 
 	_cleanup_free_ char *msg = NULL;
 	struct tep_event *e = NULL;
 	int r;
+
+	assert(expr);
 
 	/* An empty filter is wrong whatever the format says. */
 	if (tracing_dir && *expr) {

@@ -5,6 +5,7 @@
  * a black box for this boot (events, stacks, markers). See crash-buffer.h
  * and doc/crash-buffer.md.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -32,6 +33,7 @@ struct crash_buffer {
 
 void crash_previous_done(struct crash_previous *p)
 {
+	assert(p);
 	free(p->boot_id);
 	free(p->kernel_release);
 	free(p->kernel_version);
@@ -49,6 +51,8 @@ int crash_buffer_probe(const char *tracefs_dir, char **ret_why)
 {
 	_cleanup_free_ char *dir = NULL, *info = NULL;
 	struct stat st;
+
+	assert(tracefs_dir);
 
 	if (instance_dir(tracefs_dir, &dir) < 0 || strprintf(&info, "%s/last_boot_info", dir) < 0)
 		return -ENOMEM;
@@ -72,6 +76,10 @@ int crash_buffer_open(const char *tracefs_dir, const struct config *c, struct cr
 {
 	struct crash_buffer *cb;
 
+	assert(tracefs_dir);
+	assert(c);
+	assert(ret);
+
 	cb = calloc(1, sizeof(*cb));
 	if (!cb)
 		return -ENOMEM;
@@ -94,6 +102,7 @@ int crash_buffer_open(const char *tracefs_dir, const struct config *c, struct cr
 
 struct tracefs_instance *crash_buffer_instance(const struct crash_buffer *cb)
 {
+	assert(cb);
 	return cb->instance;
 }
 
@@ -126,6 +135,8 @@ static bool option_is(struct crash_buffer *cb, const char *name, const char *val
 uint64_t crash_buffer_cpu_bytes(const struct crash_buffer *cb)
 {
 	_cleanup_free_ char *path = NULL, *v = NULL;
+
+	assert(cb);
 
 	if (strprintf(&path, "%s/buffer_size_kb", cb->dir) < 0 || read_file(path, &v, NULL) < 0)
 		return 0;
@@ -281,6 +292,9 @@ int crash_buffer_read_previous(struct crash_buffer *cb, const char *this_boot_id
 	ssize_t n;
 	int r = 0;
 
+	assert(cb);
+	assert(ret);
+
 	if (strprintf(&path, "%s/trace", cb->dir) < 0)
 		return -ENOMEM;
 	f = fopen(path, "re");
@@ -369,6 +383,8 @@ int crash_buffer_mark_clock(struct crash_buffer *cb)
 	cpu_set_t allowed, one;
 	int r = 0, k;
 
+	assert(cb);
+
 	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
 		return write_clock_marker(cb);
 	for (int cpu = 0; cpu < CPU_SETSIZE && r == 0; cpu++) {
@@ -391,6 +407,8 @@ int crash_buffer_mark_stop(struct crash_buffer *cb)
 {
 	int r;
 
+	assert(cb);
+
 	if (!cb->armed)
 		return 0;
 	r = crash_buffer_mark_clock(cb);
@@ -403,6 +421,9 @@ int crash_buffer_exclude_pids(struct crash_buffer *cb, const int *pids, size_t n
 {
 	struct buf b = { 0 };
 	int r = 0;
+
+	assert(cb);
+	assert(pids || n == 0);
 
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = buf_printf(&b, "%s%d", i ? " " : "", pids[i]);
@@ -470,6 +491,8 @@ int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *r
 {
 	char text[512];
 	int r;
+
+	assert(cb);
 
 	cb->armed = false;
 	(void)snprintf(cb->boot_id, sizeof(cb->boot_id), "%s", boot_id ?: "unknown");

@@ -6,9 +6,11 @@
  * within CTL_QUEUED_MAX for all clients) and closing after an error reply,
  * CTL_IDLE_TIMEOUT_USEC without a request or CTL_REPLY_TIMEOUT_USEC
  * without reading the reply; evicting the client idle longest when a new
- * one needs its place; and the requests a handler owns until it replies
- * with ctl_reply*().
+ * one needs its place; the requests a handler owns until it replies
+ * with ctl_reply*(); and the server's figures for status. ctl.c calls
+ * down here; nothing here calls ctl.c.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -228,6 +230,9 @@ int ctl_reply(struct ctl_request *req, struct json_writer *w)
 	size_t len;
 	int r;
 
+	assert(req);
+	assert(w);
+
 	if (w->depth == 1 && w->in_object[1])
 		json_object_close(w);
 	r = json_writer_finish(w, &text, &len);
@@ -247,6 +252,9 @@ int ctl_reply_error(struct ctl_request *req, int error, const char *fmt, ...)
 	char *text = NULL;
 	va_list ap;
 	int r;
+
+	assert(req);
+	assert(fmt);
 
 	va_start(ap, fmt);
 	(void)vstrprintf(&msg, fmt, ap);
@@ -271,11 +279,13 @@ int ctl_reply_error(struct ctl_request *req, int error, const char *fmt, ...)
 
 const char *ctl_request_command(const struct ctl_request *req)
 {
+	assert(req);
 	return req->cmd.command;
 }
 
 bool ctl_request_connected(const struct ctl_request *req)
 {
+	assert(req);
 	return req->client != NULL;
 }
 
@@ -481,9 +491,20 @@ void ctl_client_evict(struct ctl_client *cl)
 	client_finish(cl);
 }
 
+void ctl_get_stats(const struct ctl *c, struct ctl_stats *ret)
+{
+	assert(c);
+	assert(ret);
+	*ret = c->stats;
+	ret->clients = c->nr_clients;
+}
+
 void ctl_request_add_stats(const struct ctl_request *req, struct json_writer *w)
 {
 	struct ctl_stats st;
+
+	assert(req);
+	assert(w);
 
 	if (!req->client)
 		return;

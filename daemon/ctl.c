@@ -7,6 +7,7 @@
  * refusing when none is idle; pausing on EMFILE), counting and logging
  * (rate-limited) the clients refused, and closing. Each accepted client is served by ctl-client.c.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -336,6 +337,8 @@ int ctl_set_group(struct ctl *c, const char *group)
 	gid_t gid = 0;
 	int r;
 
+	assert(c);
+
 	if (group) {
 		r = resolve_group(group, &gid);
 		if (r < 0)
@@ -363,6 +366,9 @@ int ctl_new(struct sd_event *e, const char *path, const char *group,
 	struct stat st;
 	gid_t gid = 0;
 	int r;
+
+	assert(h);
+	assert(ret);
 
 	if (!path || !*path)
 		return -EINVAL;
@@ -437,12 +443,6 @@ int ctl_new(struct sd_event *e, const char *path, const char *group,
 fail:
 	ctl_free(c);
 	return r;
-}
-
-void ctl_get_stats(const struct ctl *c, struct ctl_stats *ret)
-{
-	*ret = c->stats;
-	ret->clients = c->nr_clients;
 }
 
 struct ctl *ctl_free(struct ctl *c)

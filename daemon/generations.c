@@ -14,6 +14,7 @@
  * recorder calls this module; this module reaches the recorder only
  * through those callbacks.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <sched.h>
 
@@ -70,6 +71,9 @@ int generations_new(const struct generations_params *p, struct generations **ret
 	struct segment_generation first;
 	int r;
 
+	assert(p);
+	assert(ret);
+
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
@@ -112,6 +116,7 @@ fail:
 
 bool generations_busy(const struct generations *g)
 {
+	assert(g);
 	return g->step != STEP_IDLE;
 }
 
@@ -442,6 +447,9 @@ void generations_marker(struct generations *g, const struct page_marker *m)
 	size_t len;
 	char text[sizeof(m->text)];
 
+	assert(g);
+	assert(m);
+
 	/* only our own lines may end or begin a generation or date a snapshot */
 	if (!stackmap_marker_unkey(m->text, strnlen(m->text, sizeof(m->text)), g->key, &len)) {
 		g->foreign_markers++;
@@ -478,6 +486,8 @@ void generations_tick(struct generations *g)
 	char marker[64];
 	int r;
 
+	assert(g);
+
 	if (g->step != STEP_IDLE || g->p.flight)
 		return;
 	g->snap_seq++;
@@ -500,6 +510,8 @@ int generations_reset(struct generations *g, generations_done_fn done, void *use
 {
 	int r;
 
+	assert(g);
+
 	if (g->p.flight)
 		return -EOPNOTSUPP;
 	if (g->step != STEP_IDLE)
@@ -516,6 +528,7 @@ int generations_reset(struct generations *g, generations_done_fn done, void *use
 
 void generations_stop(struct generations *g, bool tracing_stays_on)
 {
+	assert(g);
 	g->stopping = true;
 	if (g->retry_timer)
 		(void)sd_event_source_set_enabled(g->retry_timer, SD_EVENT_OFF);
@@ -545,6 +558,8 @@ void generations_stop(struct generations *g, bool tracing_stays_on)
 
 void generations_segment_begin(struct generations *g, struct archive_segment *seg)
 {
+	assert(g);
+	assert(seg);
 	seg->first_gen = stackmap_generation(g->sm);
 }
 
@@ -553,6 +568,9 @@ int generations_segment_end(struct generations *g, struct archive_segment *seg)
 	struct buf stacks = { 0 }, gens = { 0 }, addrs = { 0 };
 	uint64_t min_ts = UINT64_MAX, max_ts = 0;
 	int r;
+
+	assert(g);
+	assert(seg);
 
 	/* every id read into this segment was inserted before this snapshot */
 	if (g->step == STEP_IDLE) {
@@ -593,12 +611,16 @@ int generations_segment_end(struct generations *g, struct archive_segment *seg)
 
 void generations_set_config(struct generations *g, const struct config *c)
 {
+	assert(g);
+	assert(c);
 	g->p.cfg = c;
 	stackmap_set_config(g->sm, c);
 }
 
 void generations_get_stats(const struct generations *g, struct stackmap_stats *ret)
 {
+	assert(g);
+	assert(ret);
 	stackmap_get_stats(g->sm, ret);
 	ret->foreign_markers = g->foreign_markers;
 	ret->realtime_refused = g->realtime_refused;
@@ -606,6 +628,8 @@ void generations_get_stats(const struct generations *g, struct stackmap_stats *r
 
 int generations_stats(struct generations *g, struct buf *b)
 {
+	assert(g);
+	assert(b);
 	return stackmap_stats_format(g->sm, b);
 }
 

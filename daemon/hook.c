@@ -5,6 +5,7 @@
  * words or the path), the collection of its exit on the loop, and the
  * queue of segments waiting for a free slot.
  */
+#include <assert.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -75,6 +76,8 @@ static void drain_queue(struct hook *h)
 int hook_new(sd_event *e, struct hook **ret)
 {
 	struct hook *h = calloc(1, sizeof(*h));
+
+	assert(ret);
 
 	if (!h)
 		return -ENOMEM;
@@ -233,6 +236,8 @@ int hook_run(struct hook *h, char *const *argv, const char *path)
 	char **v;
 	int r;
 
+	assert(h);
+
 	if (!argv || !argv[0])
 		return 0;
 	v = argv_with(argv, path);
@@ -266,6 +271,8 @@ int hook_run(struct hook *h, char *const *argv, const char *path)
 
 void hook_get_stats(const struct hook *h, struct hook_stats *ret)
 {
+	assert(h);
+	assert(ret);
 	*ret = h->stats;
 	ret->queued = (unsigned)h->nr_queued;
 	ret->running = 0;

@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <systemd/sd-event.h>
 
-#include "commands.h"
 #include "config.h"
 #include "config-check.h"
 #include "crash-buffer.h"
+#include "ctl-commands.h"
 #include "ctl.h"
 #include "hook.h"
 #include "log.h"

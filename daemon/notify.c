@@ -4,6 +4,7 @@
  * STOPPING=1, WATCHDOG=1 and ERRNO= through sd_notify(), and whether
  * stderr is the journal stream (then logging sends structured entries).
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <sys/stat.h>
@@ -34,6 +35,8 @@ void notify_status(const char *fmt, ...)
 	char status[256];
 	va_list ap;
 
+	assert(fmt);
+
 	if (!getenv("NOTIFY_SOCKET"))
 		return;
 	va_start(ap, fmt);
@@ -60,6 +63,8 @@ int notify_watchdog_usec(uint64_t *ret_usec)
 {
 	uint64_t usec = 0;
 	int r;
+
+	assert(ret_usec);
 
 	r = sd_watchdog_enabled(0, &usec);
 	if (r > 0)

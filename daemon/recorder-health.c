@@ -5,8 +5,12 @@
  * threads that ended by themselves make the recorder unhealthy (the
  * watchdog then stops pinging, so that the service manager restarts the
  * daemon rather than believe that every CPU is recorded), and tracefs is
- * checked for changes made under our feet (tracing_check()).
+ * checked for changes made under our feet (tracing_check()). Also keeping
+ * the daemon's own threads out of the recording and the crash buffer, at
+ * start and whenever a reader is added.
  */
+#include <assert.h>
+
 #include "config.h"
 #include "cpu-reader.h"
 #include "generations.h"
@@ -14,6 +18,26 @@
 #include "recorder-internal.h"
 #include "tracing.h"
 #include "util.h"
+
+/*
+ * Reading pages allocates and schedules: left in, the recorder would record
+ * itself (tens of thousands of events a second on an idle machine).
+ */
+void recorder_exclude_self(struct recorder *rec)
+{
+	int pids[1 + 256];
+	size_t n = 0;
+	int r;
+
+	pids[n++] = getpid();
+	for (unsigned i = 0; i < rec->nr_readers && n < ARRAY_SIZE(pids); i++)
+		if (cpu_reader_tid(rec->readers[i]))
+			pids[n++] = cpu_reader_tid(rec->readers[i]);
+	r = tracing_exclude_pids(rec->tracing, pids, n);
+	if (r < 0 && r != -EOPNOTSUPP)
+		log_errno(LOG_WARNING, r, "cannot exclude the recorder's own tasks, continuing");
+	recorder_crash_exclude(rec, pids, n);
+}
 
 static bool has_reader(const struct recorder *rec, int cpu)
 {
@@ -101,6 +125,7 @@ void recorder_health_check(struct recorder *rec)
 
 bool recorder_healthy(struct recorder *rec, const char **ret_why)
 {
+	assert(rec);
 	if (rec->state == RECORDER_RECORDING && !rec->unhealthy)
 		rec->unhealthy = check_readers(rec);
 	if (ret_why)

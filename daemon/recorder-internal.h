@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The recorder's state, shared by the files of the recorder module and
- * nothing else: recorder.c (lifecycle, flush barrier), recorder-readers.c,
+ * nothing else: recorder.c (lifecycle), recorder-readers.c,
  * recorder-timers.c, recorder-segment.c (segment heads and tails),
  * recorder-clock.c, recorder-health.c, recorder-flight.c (the flight
- * recorder) and recorder-status.c. Other modules, generations.c included,
- * see only recorder.h or the callbacks the recorder hands them.
+ * recorder), recorder-status.c and recorder-flush.c (the flush barrier).
+ * Other modules, generations.c included, see only recorder.h or the
+ * callbacks the recorder hands them. Calls between these files go down
+ * only: recorder.c at the top, recorder-flush.c at the bottom
+ * (tests/check-layering.sh).
  */
 #ifndef STACKMAPD_RECORDER_INTERNAL_H
 #define STACKMAPD_RECORDER_INTERNAL_H
@@ -103,13 +106,13 @@ struct recorder {
 	uint64_t crash_captured;		/* previous boots saved at this start */
 };
 
-/* Whether the config says flight recorder. */
+/* recorder-flush.c: whether the config says flight recorder. */
 bool recorder_flight(const struct recorder *rec);
 
 /*
- * Ask every reader to flush (with an optional per-CPU generation boundary
- * after its frame); cont runs on the main loop once all have. Returns the
- * operation (owned by the recorder) or NULL (ENOMEM).
+ * recorder-flush.c: ask every reader to flush (with an optional per-CPU
+ * generation boundary after its frame); cont runs on the main loop once
+ * all have. Returns the operation (owned by the recorder) or NULL (ENOMEM).
  */
 struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_generation *boundary,
 				    void (*cont)(struct recorder *rec, struct flush_op *op),
@@ -150,7 +153,7 @@ struct cpu_reader_params recorder_reader_params(struct recorder *rec,
 /* Open (not start) a reader for cpu as readers[nr_readers++]. Returns 0 or -errno; logs. */
 int recorder_open_reader(struct recorder *rec, int cpu);
 
-/* Keep the daemon's own tasks (readers included) out of the recording. Logs. */
+/* recorder-health.c: keep the daemon's tasks (readers included) out of the recording. Logs. */
 void recorder_exclude_self(struct recorder *rec);
 
 /*
@@ -164,8 +167,11 @@ int recorder_add_timers(struct recorder *rec);
 /* recorder-timers.c: (re)arm the age timer for the open segment, or disable it. */
 void recorder_arm_age_timer(struct recorder *rec);
 
-/* Run the continuation of every flush barrier all of whose readers have flushed. */
+/* recorder-flush.c: run the continuation of each flush barrier whose readers have all flushed. */
 void recorder_process_ops(struct recorder *rec);
+
+/* recorder-flush.c: at stop, drop every flush barrier still waiting; its done() gets -ECANCELED. */
+void recorder_cancel_ops(struct recorder *rec);
 
 /* recorder-health.c: hotplug, reader threads, tracefs under our feet. */
 void recorder_health_check(struct recorder *rec);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The recorder's per-CPU readers: opening one for each online CPU (and
- * later for a CPU that comes online, from the health check), keeping the
- * daemon's own threads out of the recording, and draining what the ring
- * buffer holds on every CPU into the archive.
+ * later for a CPU that comes online, from the health check), what each
+ * reads with, and draining what the ring buffer holds on every CPU into
+ * the archive.
  */
 #include "config.h"
 #include "cpu-reader.h"
@@ -11,26 +11,6 @@
 #include "recorder-internal.h"
 #include "tracing.h"
 #include "util.h"
-
-/*
- * Reading pages allocates and schedules: left in, the recorder would record
- * itself (tens of thousands of events a second on an idle machine).
- */
-void recorder_exclude_self(struct recorder *rec)
-{
-	int pids[1 + 256];
-	size_t n = 0;
-	int r;
-
-	pids[n++] = getpid();
-	for (unsigned i = 0; i < rec->nr_readers && n < ARRAY_SIZE(pids); i++)
-		if (cpu_reader_tid(rec->readers[i]))
-			pids[n++] = cpu_reader_tid(rec->readers[i]);
-	r = tracing_exclude_pids(rec->tracing, pids, n);
-	if (r < 0 && r != -EOPNOTSUPP)
-		log_errno(LOG_WARNING, r, "cannot exclude the recorder's own tasks, continuing");
-	recorder_crash_exclude(rec, pids, n);
-}
 
 int recorder_collect_formats(struct recorder *rec)
 {

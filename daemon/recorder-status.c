@@ -4,6 +4,7 @@
  * periodic log line: per-CPU counters and rates, the stack map, the
  * archive; and the walk over finished segments for "list".
  */
+#include <assert.h>
 #include <inttypes.h>
 
 #include "archive.h"
@@ -35,8 +36,12 @@ void recorder_get_status(struct recorder *rec, struct recorder_status *ret)
 {
 	struct archive_status as = { 0 };
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
-	double dt = rec->rate_usec && now > rec->rate_usec ? (double)(now - rec->rate_usec) / 1e6 : 0;
+	double dt;
 
+	assert(rec);
+	assert(ret);
+
+	dt = rec->rate_usec && now > rec->rate_usec ? (double)(now - rec->rate_usec) / 1e6 : 0;
 	memset(ret, 0, sizeof(*ret));
 	ret->state = rec->state;
 	ret->instance = tracing_instance_name(rec->tracing);
@@ -107,6 +112,9 @@ int recorder_summary(struct recorder *rec, char *buf, size_t len)
 	uint64_t events = 0, lost = 0;
 	double rate = 0;
 
+	assert(rec);
+	assert(buf || len == 0);
+
 	recorder_get_status(rec, &st);
 	for (unsigned i = 0; i < st.nr_cpus; i++) {
 		events += st.cpus[i].events;
@@ -127,10 +135,13 @@ int recorder_foreach_segment(struct recorder *rec,
 			     int (*cb)(const char *path, uint64_t bytes, void *userdata),
 			     void *userdata)
 {
+	assert(rec);
+	assert(cb);
 	return archive_foreach(rec->archive, cb, userdata);
 }
 
 enum recorder_state recorder_state(const struct recorder *rec)
 {
+	assert(rec);
 	return rec->state;
 }

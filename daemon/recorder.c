@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The recorder's lifecycle and its flush barrier: new (binding to
- * tracefs), start (in the order tracefs and the archive need it), stop,
- * reload and free; and the barrier that snapshots, rotations, stack-map
- * resets and stop wait on until every reader has flushed. The other jobs
- * have files of their own: the readers recorder-readers.c, the loop's
- * timers recorder-timers.c, the segments' heads and tails
- * recorder-segment.c, the clock pairs recorder-clock.c, the health check
- * recorder-health.c, the flight recorder recorder-flight.c, status
- * recorder-status.c.
+ * The recorder's lifecycle: new (binding to tracefs), start (in the order
+ * tracefs and the archive need it), snapshot, flush, reset, stop, reload
+ * and free, on top of the other files of the module, which never call
+ * back up here: the readers recorder-readers.c, the loop's timers
+ * recorder-timers.c, the segments' heads and tails recorder-segment.c,
+ * the clock pairs recorder-clock.c, the health check recorder-health.c,
+ * the flight recorder recorder-flight.c, status recorder-status.c, and at
+ * the bottom the flush barrier they all wait on, recorder-flush.c.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
@@ -25,15 +25,13 @@
 
 #define DEDUP_MAX_STACKS (1u << 20)
 
-bool recorder_flight(const struct recorder *rec)
-{
-	return rec->cfg->record_mode == CONFIG_RECORD_FLIGHT;
-}
-
 int recorder_new(const struct config *c, struct recorder **ret, char **ret_error)
 {
 	struct recorder *rec;
 	int r;
+
+	assert(c);
+	assert(ret);
 
 	rec = calloc(1, sizeof(*rec));
 	if (!rec)
@@ -55,30 +53,6 @@ int recorder_new(const struct config *c, struct recorder **ret, char **ret_error
 	}
 	*ret = rec;
 	return 0;
-}
-
-struct flush_op *recorder_flush_all(struct recorder *rec, const struct segment_generation *boundary,
-				    void (*cont)(struct recorder *, struct flush_op *),
-				    recorder_done_fn done, void *userdata)
-{
-	struct flush_op *op = calloc(1, sizeof(*op));
-
-	if (!op)
-		return NULL;
-	op->tokens = calloc(rec->nr_readers ? rec->nr_readers : 1, sizeof(*op->tokens));
-	if (!op->tokens) {
-		free(op);
-		return NULL;
-	}
-	op->nr_tokens = rec->nr_readers;
-	op->cont = cont;
-	op->done = done;
-	op->userdata = userdata;
-	op->next = rec->ops;
-	rec->ops = op;
-	for (unsigned i = 0; i < rec->nr_readers; i++)
-		op->tokens[i] = cpu_reader_request_flush(rec->readers[i], boundary);
-	return op;
 }
 
 /* The flush barrier offered to the stack-map generations (struct generations_ops). */
@@ -108,35 +82,6 @@ static const struct generations_ops gens_ops = {
 	.flush = gens_flush,
 	.rotate = gens_rotate,
 };
-
-static void flush_op_free(struct flush_op *op)
-{
-	free(op->tokens);
-	free(op);
-}
-
-void recorder_process_ops(struct recorder *rec)
-{
-	struct flush_op **pp = &rec->ops;
-
-	while (*pp) {
-		struct flush_op *op = *pp;
-		bool all = true;
-
-		/* a reader added since (CPU hotplug) had nothing to flush for it */
-		for (unsigned i = 0; i < op->nr_tokens && all; i++)
-			all = cpu_reader_flushed(rec->readers[i], op->tokens[i]);
-		if (!all) {
-			pp = &op->next;
-			continue;
-		}
-		*pp = op->next;
-		op->cont(rec, op);
-		flush_op_free(op);
-		/* cont may have added operations: start over */
-		pp = &rec->ops;
-	}
-}
 
 /* Hand the markers the readers have read back to their owners. */
 static void take_markers(struct recorder *rec)
@@ -315,7 +260,12 @@ static int switch_subbuf(struct recorder *rec)
 int recorder_start(struct recorder *rec, sd_event *e,
 		   void (*on_segment)(void *userdata, const char *path), void *userdata)
 {
-	struct archive_params ap = {
+	struct archive_params ap;
+	int r;
+
+	assert(rec);
+
+	ap = (struct archive_params){
 		.directory = rec->cfg->directory,
 		.compression_level = rec->cfg->compression_level,
 		.sync = rec->cfg->sync,
@@ -323,8 +273,6 @@ int recorder_start(struct recorder *rec, sd_event *e,
 		.hooks = &recorder_archive_hooks,
 		.userdata = rec,
 	};
-	int r;
-
 	rec->state = RECORDER_STARTING;
 	rec->event = sd_event_ref(e);
 	rec->on_segment = on_segment;
@@ -436,6 +384,8 @@ void recorder_stop(struct recorder *rec)
 {
 	int r;
 
+	assert(rec);
+
 	if (rec->state != RECORDER_RECORDING && rec->state != RECORDER_STARTING)
 		return;
 	rec->state = RECORDER_STOPPING;
@@ -455,14 +405,7 @@ void recorder_stop(struct recorder *rec)
 	for (unsigned i = 0; i < rec->nr_readers; i++)
 		cpu_reader_stop(rec->readers[i]);
 	take_markers(rec);
-	while (rec->ops) {
-		struct flush_op *op = rec->ops;
-
-		rec->ops = op->next;
-		if (op->done)
-			op->done(op->userdata, -ECANCELED, NULL);
-		flush_op_free(op);
-	}
+	recorder_cancel_ops(rec);
 	if (rec->gens)
 		generations_stop(rec->gens, rec->cfg->keep_tracing);
 	recorder_crash_stop(rec);
@@ -489,6 +432,7 @@ static void finish_after_flush(struct recorder *rec, struct flush_op *op)
 
 int recorder_snapshot(struct recorder *rec, recorder_done_fn done, void *userdata)
 {
+	assert(rec);
 	if (rec->state != RECORDER_RECORDING)
 		return -EAGAIN;
 	if (recorder_readers_lost(rec))
@@ -508,6 +452,7 @@ static void done_after_flush(struct recorder *rec, struct flush_op *op)
 
 int recorder_flush(struct recorder *rec, recorder_done_fn done, void *userdata)
 {
+	assert(rec);
 	if (rec->state != RECORDER_RECORDING)
 		return -EAGAIN;
 	if (recorder_readers_lost(rec))
@@ -541,6 +486,8 @@ int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata)
 	struct reset_wait *w;
 	int r;
 
+	assert(rec);
+
 	if (!rec->gens)
 		return -EOPNOTSUPP;
 	if (rec->state != RECORDER_RECORDING)
@@ -560,6 +507,9 @@ int recorder_reset(struct recorder *rec, recorder_done_fn done, void *userdata)
 int recorder_reload(struct recorder *rec, const struct config *c)
 {
 	struct rotation_policy p = policy_of(c);
+
+	assert(rec);
+	assert(c);
 
 	rec->cfg = c;
 	archive_set_policy(rec->archive, &p, c->sync, c->compression_level);

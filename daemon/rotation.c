@@ -4,10 +4,13 @@
  * the segment being written is due to be finished, and which finished
  * segments retention deletes to keep the archive within its limits.
  */
+#include <assert.h>
+
 #include "rotation.h"
 
 bool rotation_due(const struct rotation_policy *p, uint64_t size, uint64_t age_usec)
 {
+	assert(p);
 	if (p->segment_size && size >= p->segment_size)
 		return true;
 	if (p->segment_age_usec && age_usec >= p->segment_age_usec)
@@ -17,6 +20,7 @@ bool rotation_due(const struct rotation_policy *p, uint64_t size, uint64_t age_u
 
 uint64_t rotation_age_left(const struct rotation_policy *p, uint64_t age_usec)
 {
+	assert(p);
 	if (!p->segment_age_usec)
 		return UINT64_MAX;
 	return age_usec >= p->segment_age_usec ? 0 : p->segment_age_usec - age_usec;
@@ -27,6 +31,9 @@ size_t rotation_retention(const struct rotation_policy *p, const uint64_t *sizes
 {
 	uint64_t total = current_size, freed = 0, want_free = 0;
 	size_t del = 0;
+
+	assert(p);
+	assert(sizes || n == 0);
 
 	for (size_t i = 0; i < n; i++)
 		total += sizes[i];

@@ -11,6 +11,7 @@
  * A stack that never came counts too, by the rule the decoder applies
  * (lib/config/stack-expect.h): it would have been a stack id.
  */
+#include <assert.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -155,6 +156,11 @@ int stack_audit_unresolved(const char *path, const struct page_layout *l, uint64
 	struct segment_record rec;
 	struct audit *a;
 	int r;
+
+	assert(path);
+	assert(l);
+	assert(ret_refs);
+	assert(ret_unresolved);
 
 	if (l->stack_id_id < 0)
 		return -EOPNOTSUPP;

@@ -6,6 +6,8 @@
  * addresses for its kallsyms subset; and the release of generations no
  * segment can need any more.
  */
+#include <assert.h>
+
 #include "stackmap-internal.h"
 #include "stacktab.h"
 #include "util.h"
@@ -113,6 +115,10 @@ int stackmap_segment_tables(struct stackmap *sm, const uint64_t *id_bitmap, size
 {
 	int n = 0, r;
 
+	assert(sm);
+	assert(stacks);
+	assert(generations);
+
 	for (size_t i = 0; i < sm->nr_gens; i++) {
 		const struct sm_gen *g = &sm->gens[i];
 		uint8_t rec[SEGMENT_GENERATION_SIZE];
@@ -178,6 +184,8 @@ int stackmap_segment_tables(struct stackmap *sm, const uint64_t *id_bitmap, size
 int stackmap_release_before(struct stackmap *sm, uint32_t gen)
 {
 	int n = 0;
+
+	assert(sm);
 
 	for (size_t i = 0; i < sm->nr_gens; i++) {
 		struct sm_gen *g = &sm->gens[i];

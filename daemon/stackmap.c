@@ -19,6 +19,7 @@
  *   series may drop them); stack_map_bin has one opener at a time (EBUSY)
  *   and is best effort under concurrent inserts.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sys/random.h>
@@ -257,6 +258,8 @@ int stackmap_refresh_pending(struct stackmap *sm)
 {
 	int r;
 
+	assert(sm);
+
 	if (!sm_reset_unbegun(sm) || sm->pending_stale)
 		return 0;
 	r = take_snapshot_ex(sm, false);
@@ -324,6 +327,7 @@ static uint64_t guard_from_config(const struct config *c)
 
 void stackmap_set_config(struct stackmap *sm, const struct config *c)
 {
+	assert(sm);
 	if (!c)
 		return;
 	sm->reset_fill = c->reset_fill_percent;
@@ -337,6 +341,9 @@ int stackmap_new(const char *tracing_dir, const struct config *c, struct stackma
 {
 	struct stackmap *sm;
 	int r;
+
+	assert(tracing_dir);
+	assert(ret);
 
 	sm = calloc(1, sizeof(*sm));
 	if (!sm)
@@ -388,6 +395,8 @@ int stackmap_enable(struct stackmap *sm)
 {
 	int v, r;
 
+	assert(sm);
+
 	v = read_option(sm);
 	if (v == -ENOENT)
 		return -EOPNOTSUPP;
@@ -410,6 +419,8 @@ int stackmap_restore(struct stackmap *sm)
 {
 	int r;
 
+	assert(sm);
+
 	if (!sm->opt_changed || sm->keep_tracing || sm->opt_prev < 0)
 		return 0;
 	r = write_file(sm->path_opt, sm->opt_prev ? "1" : "0");
@@ -429,6 +440,8 @@ int stackmap_start(struct stackmap *sm, struct segment_generation *ret_gen)
 {
 	struct sm_gen *g;
 	int flags = 0, r;
+
+	assert(sm);
 
 	if (sm->state != SM_IDLE)
 		return -EPERM;
@@ -465,6 +478,8 @@ int stackmap_marker_key_new(char key[static STACKMAP_MARKER_KEY_LEN + 1])
 	uint8_t raw[STACKMAP_MARKER_KEY_LEN / 2];
 	size_t got = 0;
 
+	assert(key);
+
 	while (got < sizeof(raw)) {
 		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
 
@@ -484,6 +499,9 @@ int stackmap_marker_unkey(const char *text, size_t len, const char *key, size_t 
 	size_t klen = strlen(key);
 	unsigned diff = 0;
 
+	assert(text || len == 0);
+	assert(key);
+
 	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\0'))
 		len--;
 	if (!klen || len < klen + 1 || text[len - klen - 1] != ' ')
@@ -502,6 +520,9 @@ int stackmap_marker_seen(struct stackmap *sm, const char *text, size_t len, uint
 	const size_t plen = strlen(STACKMAP_SNAP_MARKER_PREFIX);
 	uint64_t seq = 0;
 	size_t i;
+
+	assert(sm);
+	assert(text || len == 0);
 
 	if (len < plen + 1 || memcmp(text, STACKMAP_SNAP_MARKER_PREFIX, plen) != 0)
 		return 0;
@@ -525,6 +546,8 @@ int stackmap_snapshot(struct stackmap *sm, uint64_t seq)
 {
 	int r;
 
+	assert(sm);
+
 	if (sm->state == SM_IDLE)
 		return -EPERM;
 	if (sm->state != SM_RUNNING)
@@ -538,6 +561,8 @@ int stackmap_snapshot(struct stackmap *sm, uint64_t seq)
 enum stackmap_reset_reason stackmap_reset_due(struct stackmap *sm, uint64_t now_usec)
 {
 	struct sm_gen *cur = sm_gen_cur(sm);
+
+	assert(sm);
 
 	if (sm->state != SM_RUNNING || !cur)
 		return STACKMAP_RESET_NONE;
@@ -564,6 +589,8 @@ int stackmap_snapshot_final(struct stackmap *sm)
 {
 	int r;
 
+	assert(sm);
+
 	if (sm->state == SM_FINAL && sm->pending_external)
 		return STACKMAP_SNAP_EXTERNAL;
 	if (sm->state != SM_RUNNING && sm->state != SM_FINAL)
@@ -577,12 +604,15 @@ int stackmap_snapshot_final(struct stackmap *sm)
 
 bool stackmap_rereads_before_reset(const struct stackmap *sm)
 {
+	assert(sm);
 	return sm->have_bin;
 }
 
 int stackmap_write_reset(struct stackmap *sm)
 {
 	uint64_t t0, t1;
+
+	assert(sm);
 
 	if (sm->state != SM_FINAL)
 		return -EPERM;
@@ -633,11 +663,17 @@ int stackmap_write_reset(struct stackmap *sm)
 int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind,
 			      const struct stackmap_window *w, struct segment_generation *ret_gen)
 {
-	struct sm_gen *cur = sm_gen_cur(sm), *g;
-	uint64_t begin_ts = w->begin_ts, end_ts = w->end_ts, begin_raw, guard;
+	struct sm_gen *cur, *g;
+	uint64_t begin_ts, end_ts, begin_raw, guard;
 	bool external;
 	int flags = 0, r;
 
+	assert(sm);
+	assert(w);
+
+	cur = sm_gen_cur(sm);
+	begin_ts = w->begin_ts;
+	end_ts = w->end_ts;
 	if (kind != SEGMENT_GEN_RESET_LOSSLESS && kind != SEGMENT_GEN_RESET_STRICT &&
 	    kind != SEGMENT_GEN_RESET_EXTERNAL)
 		return -EINVAL;
@@ -734,18 +770,25 @@ int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind,
 
 uint32_t stackmap_generation(const struct stackmap *sm)
 {
+	assert(sm);
 	return sm->nr_gens ? sm->gens[sm->nr_gens - 1].g.generation : 0;
 }
 
 void stackmap_get_stats(const struct stackmap *sm, struct stackmap_stats *ret)
 {
+	assert(sm);
+	assert(ret);
 	*ret = sm->counters;
 }
 
 int stackmap_stats_format(const struct stackmap *sm, struct buf *b)
 {
-	const struct stackmap_stats *c = &sm->counters;
+	const struct stackmap_stats *c;
 
+	assert(sm);
+	assert(b);
+
+	c = &sm->counters;
 	return buf_printf(b,
 			  "stackmap_entries=%" PRIu64 "\n"
 			  "stackmap_capacity=%" PRIu64 "\n"

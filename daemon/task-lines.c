@@ -3,6 +3,7 @@
  * The lines of the task files' head copies, sorted for look-up
  * (task-lines.h).
  */
+#include <assert.h>
 #include <stdlib.h>
 
 #include "task-lines.h"
@@ -76,6 +77,9 @@ int task_lines_new(const struct named_text *files, size_t nr_files, struct task_
 {
 	struct task_lines *tl = calloc(1, sizeof(*tl));
 
+	assert(files || nr_files == 0);
+	assert(ret);
+
 	if (!tl)
 		return -ENOMEM;
 	for (size_t i = 0; i < ARRAY_SIZE(task_files); i++)
@@ -125,6 +129,10 @@ int task_lines_changed(const struct task_lines *tl, const char *name, const char
 {
 	const struct task_file *f = NULL;
 	const char *p = data, *end = data + len;
+
+	assert(name);
+	assert(data || len == 0);
+	assert(out);
 
 	for (size_t i = 0; tl && i < ARRAY_SIZE(task_files); i++)
 		if (streq(name, task_files[i]) && tl->f[i].text)

@@ -7,6 +7,8 @@
  * stores only the lines that changed, task-lines.h); and event ids from
  * their formats.
  */
+#include <assert.h>
+
 #include "config.h"
 #include "tracing-internal.h"
 #include "util.h"
@@ -70,9 +72,13 @@ int tracing_collect_files(struct tracing *t,
 			  int (*cb)(const char *name, const void *data, size_t len, void *userdata),
 			  void *userdata)
 {
-	const struct config *c = t->config;
+	const struct config *c;
 	int r;
 
+	assert(t);
+	assert(cb);
+
+	c = t->config;
 	r = emit_file(t, "events/header_page", true, cb, userdata);
 	if (r < 0)
 		return r;
@@ -104,6 +110,9 @@ int tracing_collect_tasks(struct tracing *t,
 {
 	int r;
 
+	assert(t);
+	assert(cb);
+
 	r = emit_file(t, "saved_cmdlines", true, cb, userdata);
 	if (r < 0)
 		return r;
@@ -134,6 +143,10 @@ int tracing_event_id(struct tracing *t, const char *system, const char *name)
 	_cleanup_free_ char *format = NULL;
 	char path[PATH_MAX];
 	int r;
+
+	assert(t);
+	assert(system);
+	assert(name);
 
 	r = tracing_pathf(path, "%s/events/%s/%s/format", t->dir, system, name);
 	if (r < 0)

@@ -6,6 +6,8 @@
  * What changed is set back, logged at a bounded rate and counted for
  * status. The values to check are the undo log's (what we wrote).
  */
+#include <assert.h>
+
 #include "tracing-internal.h"
 #include "util.h"
 
@@ -50,6 +52,8 @@ int tracing_check(struct tracing *t, bool expect_on)
 	char path[PATH_MAX];
 	int n = 0, r;
 
+	assert(t);
+
 	if (!tracing_exists(t->instance_dir)) {
 		log_ratelimit_err_errno(&t->health_rl, -ENOENT, "tracing instance '%s' was removed",
 					t->instance_dir);
@@ -81,5 +85,6 @@ int tracing_check(struct tracing *t, bool expect_on)
 
 uint64_t tracing_repairs(const struct tracing *t)
 {
+	assert(t);
 	return t->repairs;
 }

@@ -50,18 +50,24 @@ struct tracing {
 	size_t cap_undo;
 };
 
-/* tracefs paths: PATH_MAX at most, else -ENAMETOOLONG (tracing.c). */
+/* tracefs paths: PATH_MAX at most, else -ENAMETOOLONG (tracing-values.c). */
 int tracing_pathf(char buf[static PATH_MAX], const char *fmt, ...) _printf_(2, 3);
 bool tracing_exists(const char *path);
 
 /* The current clock, the bracketed word of trace_clock's text (allocated), or NULL. */
 char *tracing_parse_clock(const char *text);
 
-/* Read a small tracefs file without its trailing newline (tracing-undo.c). */
+/* Read a small tracefs file without its trailing newline (tracing-values.c). */
 int tracing_read_value(const char *path, char **ret);
 int tracing_write_value(const char *path, const char *value, bool truncate);
 
-/* Remember that path held value before we changed it (tracing-undo.c), in memory only. */
+/* Free what an undo entry owns, not u itself (tracing-values.c). */
+void tracing_undo_entry_free(struct undo *u);
+
+/*
+ * Remember that path held value before we changed it (tracing-values.c),
+ * in memory only: a new entry at the end of t->undo. 0 or -ENOMEM.
+ */
 int tracing_undo_push(struct tracing *t, const char *path, const char *value, bool truncate);
 
 /*

@@ -7,6 +7,7 @@
  * buffer (buffer size, clock). Every change goes through the undo log
  * (tracing-undo.c); a step that fails puts back what it did.
  */
+#include <assert.h>
 #include <inttypes.h>
 
 #include "buf.h"
@@ -250,6 +251,8 @@ bool tracing_flight_triggered(struct tracing *t)
 	_cleanup_free_ char *on = NULL;
 	char path[PATH_MAX];
 
+	assert(t);
+
 	if (!t->config->flight_trigger || tracing_pathf(path, "%s/tracing_on", t->instance_dir) < 0 ||
 	    tracing_read_value(path, &on) < 0)
 		return false;
@@ -258,12 +261,16 @@ bool tracing_flight_triggered(struct tracing *t)
 
 int tracing_setup_events(struct tracing *t)
 {
-	const struct config *c = t->config;
-	size_t mark = t->n_undo;
+	const struct config *c;
+	size_t mark;
 	bool option_stacks = false;
 	char path[PATH_MAX];
 	int r;
 
+	assert(t);
+
+	c = t->config;
+	mark = t->n_undo;
 	/*
 	 * A trigger set before its event is enabled fires in soft mode and
 	 * records stacks without events: in an instance we created (it holds
@@ -417,6 +424,7 @@ static uint64_t subbuf_wanted(struct tracing *t)
 
 bool tracing_subbuf_pending(struct tracing *t)
 {
+	assert(t);
 	return subbuf_wanted(t) != 0;
 }
 
@@ -446,10 +454,14 @@ int tracing_setup_subbuf(struct tracing *t)
 {
 	_cleanup_free_ char *cur = NULL;
 	char path[PATH_MAX], value[32];
-	uint64_t want = subbuf_wanted(t);
-	size_t mark = t->n_undo;
+	uint64_t want;
+	size_t mark;
 	int r;
 
+	assert(t);
+
+	want = subbuf_wanted(t);
+	mark = t->n_undo;
 	if (!want)
 		return 0;
 	r = tracing_pathf(path, "%s/buffer_subbuf_size_kb", t->instance_dir);
@@ -476,15 +488,20 @@ int tracing_setup_subbuf(struct tracing *t)
 
 int tracing_subbuf_refused(struct tracing *t)
 {
+	assert(t);
 	return t->subbuf_refused;
 }
 
 int tracing_setup_buffer(struct tracing *t)
 {
-	const struct config *c = t->config;
-	size_t mark = t->n_undo;
+	const struct config *c;
+	size_t mark;
 	int r = 0;
 
+	assert(t);
+
+	c = t->config;
+	mark = t->n_undo;
 	if (c->buffer_size_kb > 0)
 		r = setup_buffer_size(t, c->buffer_size_kb);
 	if (r >= 0 && c->clock && *c->clock)
@@ -501,6 +518,9 @@ int tracing_exclude_pids(struct tracing *t, const int *pids, size_t n)
 	char path[PATH_MAX];
 	struct buf next = { 0 };
 	int r;
+
+	assert(t);
+	assert(pids || n == 0);
 
 	r = tracing_pathf(path, "%s/set_event_notrace_pid", t->instance_dir);
 	if (r < 0)

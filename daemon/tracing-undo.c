@@ -3,65 +3,15 @@
  * The undo log of the tracing module: every tracefs value we change is
  * recorded with the value it had, before the write, so that
  * tracing_restore() (and a failed setup step) can put back exactly what we
- * changed, newest first, and nothing else. Also the plain reads and writes
- * of small tracefs files that the log is made of.
+ * changed, newest first, and nothing else. Its entries and the plain
+ * reads and writes of tracefs values are tracing-values.c's; its copy on
+ * disk is tracing-saved.c's.
  */
-#include <ctype.h>
-#include <fcntl.h>
+#include <assert.h>
 
 #include "log.h"
 #include "tracing-internal.h"
 #include "util.h"
-
-
-/* Read a small tracefs file without its trailing newline. */
-int tracing_read_value(const char *path, char **ret)
-{
-	char *s;
-	size_t len;
-	int r;
-
-	r = read_file(path, &s, &len);
-	if (r < 0)
-		return r;
-	while (len > 0 && isspace((unsigned char)s[len - 1]))
-		s[--len] = '\0';
-	*ret = s;
-	return 0;
-}
-
-int tracing_write_value(const char *path, const char *value, bool truncate)
-{
-	_cleanup_close_ int fd = -1;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
-	if (fd < 0)
-		return -errno;
-	return write_all(fd, value, strlen(value));
-}
-
-static void undo_entry_free(struct undo *u)
-{
-	free(u->path);
-	free(u->value);
-	free(u->want);
-}
-
-int tracing_undo_push(struct tracing *t, const char *path, const char *value, bool truncate)
-{
-	struct undo u = { .truncate = truncate };
-
-	if (GREEDY_REALLOC(t->undo, t->cap_undo, t->n_undo + 1) < 0)
-		return -ENOMEM;
-	u.path = strdup(path);
-	u.value = strdup(value);
-	if (!u.path || !u.value) {
-		undo_entry_free(&u);
-		return -ENOMEM;
-	}
-	t->undo[t->n_undo++] = u;
-	return 0;
-}
 
 static bool undo_has(const struct tracing *t, const char *path)
 {
@@ -109,6 +59,9 @@ int tracing_remember(struct tracing *t, const char *path)
 	_cleanup_free_ char *cur = NULL;
 	int r;
 
+	assert(t);
+	assert(path);
+
 	if (undo_has(t, path))
 		return 0;
 	r = tracing_read_value(path, &cur);
@@ -128,7 +81,7 @@ void tracing_undo_to(struct tracing *t, size_t mark)
 		if (r < 0)
 			log_errno(LOG_WARNING, r, "cannot restore '%s' to '%s', continuing", u->path,
 				  u->value);
-		undo_entry_free(u);
+		tracing_undo_entry_free(u);
 	}
 	/* what was put back is off the file: it says what is left to put back, if anything */
 	if (t->n_undo)
@@ -140,7 +93,7 @@ void tracing_undo_to(struct tracing *t, size_t mark)
 void tracing_undo_drop(struct tracing *t)
 {
 	while (t->n_undo > 0)
-		undo_entry_free(&t->undo[--t->n_undo]);
+		tracing_undo_entry_free(&t->undo[--t->n_undo]);
 }
 
 /*
@@ -157,12 +110,12 @@ int tracing_change(struct tracing *t, const char *path, const char *value, const
 		return r;
 	t->undo[t->n_undo - 1].want = strdup(value);
 	if (!t->undo[t->n_undo - 1].want) {
-		undo_entry_free(&t->undo[--t->n_undo]);
+		tracing_undo_entry_free(&t->undo[--t->n_undo]);
 		return -ENOMEM;
 	}
 	r = tracing_write_value(path, value, truncate);
 	if (r < 0)
-		undo_entry_free(&t->undo[--t->n_undo]);
+		tracing_undo_entry_free(&t->undo[--t->n_undo]);
 	return r;
 }
 

@@ -8,10 +8,10 @@
  * the daemon sees one convention. Setup is in tracing-setup.c, the files
  * for segments in tracing-files.c.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -26,25 +26,6 @@
 #define TRACEFS_MOUNT_POINT "/sys/kernel/tracing"
 #define CPU_POSSIBLE_PATH "/sys/devices/system/cpu/possible"
 #define CPU_ONLINE_PATH "/sys/devices/system/cpu/online"
-
-int tracing_pathf(char buf[static PATH_MAX], const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, PATH_MAX, fmt, ap);
-	va_end(ap);
-	if (n < 0 || n >= PATH_MAX)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-bool tracing_exists(const char *path)
-{
-	return access(path, F_OK) == 0;
-}
-
 
 /* Parse a CPU list such as "0-3,5": the highest CPU, and whether cpu is in it. */
 static int cpulist_parse(const char *s, int cpu, bool *ret_has, int *ret_max)
@@ -203,9 +184,13 @@ static int open_instance(struct tracing *t)
 int tracing_open(const char *dir, const struct config *c, struct tracing **ret)
 {
 	_cleanup_(tracing_freep) struct tracing *t = NULL;
-	const char *name = c->instance ? c->instance : "";
+	const char *name;
 	int r;
 
+	assert(c);
+	assert(ret);
+
+	name = c->instance ? c->instance : "";
 	if (*name && !instance_name_valid(name))
 		return -EINVAL;
 
@@ -259,26 +244,31 @@ int tracing_open(const char *dir, const struct config *c, struct tracing **ret)
 
 const char *tracing_dir(const struct tracing *t)
 {
+	assert(t);
 	return t->dir;
 }
 
 const char *tracing_instance_dir(const struct tracing *t)
 {
+	assert(t);
 	return t->instance_dir;
 }
 
 struct tracefs_instance *tracing_instance(const struct tracing *t)
 {
+	assert(t);
 	return t->instance;
 }
 
 const char *tracing_instance_name(const struct tracing *t)
 {
+	assert(t);
 	return t->name;
 }
 
 int tracing_nr_cpus(const struct tracing *t)
 {
+	assert(t);
 	return t->nr_cpus;
 }
 
@@ -286,6 +276,8 @@ bool tracing_cpu_online(const struct tracing *t, int cpu)
 {
 	char path[PATH_MAX];
 	bool has;
+
+	assert(t);
 
 	if (cpu < 0 || cpu >= t->nr_cpus)
 		return false;
@@ -300,6 +292,8 @@ bool tracing_cpu_online(const struct tracing *t, int cpu)
 bool tracing_has_stackmap(struct tracing *t)
 {
 	char path[PATH_MAX];
+
+	assert(t);
 
 	if (tracing_pathf(path, "%s/stack_map", t->dir) < 0 || !tracing_exists(path))
 		return false;
@@ -324,6 +318,9 @@ int tracing_cpu_stats(struct tracing *t, int cpu, struct tracing_cpu_stats *ret)
 	char path[PATH_MAX];
 	char *line, *save = NULL;
 	int r;
+
+	assert(t);
+	assert(ret);
 
 	r = tracing_pathf(path, "%s/per_cpu/cpu%d/stats", t->instance_dir, cpu);
 	if (r < 0)
@@ -351,6 +348,7 @@ int tracing_cpu_stats(struct tracing *t, int cpu, struct tracing_cpu_stats *ret)
 
 bool tracing_buffer_has_data(struct tracing *t)
 {
+	assert(t);
 	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
 		struct tracing_cpu_stats st;
 
@@ -363,6 +361,8 @@ bool tracing_buffer_has_data(struct tracing *t)
 int tracing_validate(struct tracing *t, char **ret_error)
 {
 	int r;
+
+	assert(t);
 
 	r = tracing_check_foreign(t, ret_error);
 	if (r < 0)
@@ -444,6 +444,9 @@ int tracing_write_marker(struct tracing *t, const char *text)
 	size_t len = strlen(text);
 	ssize_t n;
 
+	assert(t);
+	assert(text);
+
 	if (t->marker_fd < 0) {
 		char path[PATH_MAX];
 		int r;
@@ -469,6 +472,8 @@ int tracing_set_on(struct tracing *t, bool on)
 	char path[PATH_MAX];
 	int r;
 
+	assert(t);
+
 	r = tracing_pathf(path, "%s/tracing_on", t->instance_dir);
 	if (r < 0)
 		return r;
@@ -479,6 +484,8 @@ int tracing_stop(struct tracing *t)
 {
 	char path[PATH_MAX];
 	int r;
+
+	assert(t);
 
 	/*
 	 * What tracing_on held before our first change is in the undo log
@@ -502,6 +509,8 @@ int tracing_page_size(struct tracing *t)
 	char path[PATH_MAX];
 	unsigned long kb;
 
+	assert(t);
+
 	/* buffer_subbuf_size_kb appeared in 6.8; before it a sub-buffer is one page. */
 	if (tracing_pathf(path, "%s/buffer_subbuf_size_kb", t->instance_dir) == 0 &&
 	    tracing_read_value(path, &s) >= 0) {
@@ -516,6 +525,8 @@ char *tracing_clock(struct tracing *t)
 {
 	_cleanup_free_ char *text = NULL;
 	char path[PATH_MAX];
+
+	assert(t);
 
 	if (tracing_pathf(path, "%s/trace_clock", t->instance_dir) < 0 ||
 	    tracing_read_value(path, &text) < 0)

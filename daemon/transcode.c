@@ -7,6 +7,7 @@
  * replaced by a shorter one. The deduplicated stack table that the readers
  * share lives here too.
  */
+#include <assert.h>
 #include <pthread.h>
 
 #include "hashtab.h"
@@ -29,6 +30,9 @@ int page_layout_parse(const char *header_page, struct page_layout *ret)
 	unsigned int size;
 	int r;
 
+	assert(header_page);
+	assert(ret);
+
 	r = page_walk_header_commit_size(header_page, &size);
 	if (r < 0)
 		return r;
@@ -40,6 +44,7 @@ int page_layout_parse(const char *header_page, struct page_layout *ret)
 
 int page_layout_stack_ref_format(int id, struct buf *out)
 {
+	assert(out);
 	return buf_printf(out,
 			  "name: stack_ref\n"
 			  "ID: %d\n"
@@ -85,6 +90,8 @@ size_t stackdedup_count(struct stackdedup *d)
 {
 	size_t n;
 
+	assert(d);
+
 	pthread_mutex_lock(&d->lock);
 	n = d->count;
 	pthread_mutex_unlock(&d->lock);
@@ -93,6 +100,7 @@ size_t stackdedup_count(struct stackdedup *d)
 
 uint64_t stackdedup_overflows(struct stackdedup *d)
 {
+	assert(d);
 	return atomic_load(&d->overflows);
 }
 
@@ -135,6 +143,8 @@ out:
 
 int transcoder_init(struct transcoder *t, const struct page_layout *layout, struct stackdedup *dedup)
 {
+	assert(t);
+	assert(layout);
 	memset(t, 0, sizeof(*t));
 	t->layout = layout;
 	t->dedup = dedup;
@@ -149,6 +159,7 @@ int transcoder_init(struct transcoder *t, const struct page_layout *layout, stru
 
 void transcoder_done(struct transcoder *t)
 {
+	assert(t);
 	free(t->cache);
 	free(t->refs);
 	hashtab_done(&t->ref_set);
@@ -159,6 +170,7 @@ void transcoder_done(struct transcoder *t)
 
 void transcoder_reset_refs(struct transcoder *t)
 {
+	assert(t);
 	hashtab_clear(&t->ref_set);
 	hashtab_clear(&t->id_set);
 	t->nr_refs = 0;
@@ -223,6 +235,7 @@ static void write_commit(const struct page_layout *l, uint8_t *page, uint64_t v)
 
 struct page_format page_layout_format(const struct page_layout *l)
 {
+	assert(l);
 	return (struct page_format){
 		.long_size = l->commit_size,
 		.big_endian = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__,
@@ -417,13 +430,23 @@ static int walk_page(struct transcoder *t, struct page_walk *w, struct buf *out,
 int transcoder_page(struct transcoder *t, const uint8_t *page, size_t len, struct buf *out,
 		    struct page_summary *sum)
 {
-	const struct page_layout *l = t->layout;
-	struct page_format f = page_layout_format(l);
-	size_t start = out->len, hdr = l->data_offset;
-	bool transcode = t->dedup && l->stack_ref_id >= 0;
+	const struct page_layout *l;
+	struct page_format f;
+	size_t start, hdr;
+	bool transcode;
 	struct page_walk w;
 	int r;
 
+	assert(t);
+	assert(page || len == 0);
+	assert(out);
+	assert(sum);
+
+	l = t->layout;
+	f = page_layout_format(l);
+	start = out->len;
+	hdr = l->data_offset;
+	transcode = t->dedup && l->stack_ref_id >= 0;
 	memset(sum, 0, sizeof(*sum));
 	/* A page whose length cannot be trusted cannot be stored self-delimited: drop it. */
 	if (page_walk_init(&w, &f, page, len) < 0) {

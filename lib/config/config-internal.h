@@ -90,19 +90,12 @@ struct parse_state {
 	int error_r;
 };
 
-static inline bool config_is_blank(char ch)
-{
-	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\f' || ch == '\v';
-}
-
-static inline const char *config_skip_blank(const char *p)
-{
-	while (*p && config_is_blank(*p))
-		p++;
-	return p;
-}
-
-/* Value helpers (config-values.c). */
+/*
+ * Value helpers (config-values.c), under config.c and the other files of
+ * the parser: they call none of those.
+ */
+bool config_is_blank(char ch);
+const char *config_skip_blank(const char *p);
 int config_replace_string(char **field, const char *value);
 const char *config_format_size(uint64_t v, char buf[static 32]);
 const char *config_format_duration(uint64_t usec, char buf[static 32]);

@@ -14,6 +14,18 @@
 #include "config-internal.h"
 #include "util.h"
 
+bool config_is_blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\f' || ch == '\v';
+}
+
+const char *config_skip_blank(const char *p)
+{
+	while (*p && config_is_blank(*p))
+		p++;
+	return p;
+}
+
 int config_replace_string(char **field, const char *value)
 {
 	char *copy = NULL;

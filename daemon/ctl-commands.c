@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The control commands the daemon serves (commands.h): each request from
+ * The control commands the daemon serves (ctl-commands.h): each request from
  * the control socket calls one module (status from the recorder, snapshot,
  * rotate, reset, reload) and builds the JSON reply of
  * doc/control-protocol.md.
  */
-#include "commands.h"
+#include <assert.h>
+
+#include "ctl-commands.h"
 #include "config.h"
 #include "hook.h"
 #include "recorder.h"
@@ -274,6 +276,10 @@ int commands_request(void *userdata, struct ctl_request *req, const char *comman
 {
 	struct commands *c = userdata;
 	int r;
+
+	assert(req);
+	assert(command);
+	assert(args);
 
 	if (args->n > 0)
 		return -EINVAL;

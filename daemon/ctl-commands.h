@@ -3,8 +3,8 @@
  * Control commands: turn a request from the control socket into one
  * recorder call and its JSON reply (doc/control-protocol.md).
  */
-#ifndef STACKMAPD_COMMANDS_H
-#define STACKMAPD_COMMANDS_H
+#ifndef STACKMAPD_CTL_COMMANDS_H
+#define STACKMAPD_CTL_COMMANDS_H
 
 #include "ctl.h"
 
