@@ -64,7 +64,7 @@ struct source {
 	struct call_site_slot call_sites[CALL_SITE_SLOTS];
 	struct selection *sel;		/* borrowed: wall-clock times of segments without pairs */
 	struct origin *origins;		/* one per segment read */
-	size_t nr_origins;
+	size_t nr_origins, cap_origins;
 };
 
 /* Hand the pending event of a CPU on, with frames[0..nr) as its stack. */
@@ -174,7 +174,7 @@ static char *meta_dup(const struct decoded_event *ev, const char *key)
 static int origin_of(struct source *src, const struct decoded_event *ev, size_t *ret)
 {
 	uint64_t serial = decoder_segment_serial(ev->seg);
-	struct origin *a, *o;
+	struct origin *o;
 	const char *seq;
 
 	/* events of two consecutive segments interleave where they meet */
@@ -183,11 +183,9 @@ static int origin_of(struct source *src, const struct decoded_event *ev, size_t 
 			*ret = i - 1;
 			return 0;
 		}
-	a = reallocarray(src->origins, src->nr_origins + 1, sizeof(*a));
-	if (!a)
+	if (GREEDY_REALLOC(src->origins, src->cap_origins, src->nr_origins + 1) < 0)
 		return -ENOMEM;
-	src->origins = a;
-	o = &a[src->nr_origins];
+	o = &src->origins[src->nr_origins];
 	*o = (struct origin){
 		.path = strdup(ev->segment),
 		.host = meta_dup(ev, "hostname"),
