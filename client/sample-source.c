@@ -13,6 +13,7 @@
 
 #include "cmd-common.h"
 #include "decode.h"
+#include "hashtab.h"
 #include "log.h"
 #include "progress.h"
 #include "sample-source.h"
@@ -93,7 +94,7 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 static const char *frame_symbol(struct source *src, const struct decoded_event *ev, uint64_t addr)
 {
 	uint64_t serial = decoder_segment_serial(ev->seg);
-	struct sym_slot *c = &src->syms[(addr * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - SYM_CACHE_BITS)];
+	struct sym_slot *c = &src->syms[hash_u64(addr) >> (64 - SYM_CACHE_BITS)];
 	const char *sym;
 
 	if (c->serial == serial && c->addr == addr)
