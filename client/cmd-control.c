@@ -444,18 +444,18 @@ struct line {
 
 struct lines {
 	struct line *v;
-	size_t n;
+	size_t n, cap;
 	const struct json_value *tables[16];
 	size_t nr_tables;
 };
 
 static void lines_add(struct lines *l, const char *prefix, const char *key, const char *value)
 {
-	struct line *n = realloc(l->v, (l->n + 1) * sizeof(*n));
+	struct line *n;
 
-	if (!n)
+	if (GREEDY_REALLOC(l->v, l->cap, l->n + 1) < 0)
 		return;
-	l->v = n;
+	n = l->v;
 	if (strprintf(&n[l->n].key, "%s%s%s", prefix, *prefix ? "." : "", key) < 0)
 		return;
 	n[l->n].value = strdup(value);

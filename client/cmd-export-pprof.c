@@ -40,6 +40,7 @@ struct ctx {
 	struct segtally tally;
 	struct strmap *keys;		/* "START\0HOST\0KERNEL\0EVENT" -> profiles[index] */
 	struct profile *profiles;
+	size_t cap_profiles;
 	uint64_t first_wall, last_wall;	/* over all samples */
 	uint64_t first_ts, last_ts;
 	uint64_t unplaced;		/* samples without wall-clock time, left out of slices */
@@ -90,7 +91,7 @@ static void ctx_done(struct ctx *c)
 static int profile_of(struct ctx *c, uint64_t start, const char *host, const char *kernel,
 		      const char *event, struct profile **ret)
 {
-	struct profile *a, *p;
+	struct profile *p;
 	size_t idx;
 	int r;
 
@@ -106,11 +107,9 @@ static int profile_of(struct ctx *c, uint64_t start, const char *host, const cha
 		*ret = &c->profiles[idx];
 		return 0;
 	}
-	a = reallocarray(c->profiles, idx + 1, sizeof(*a));
-	if (!a)
+	if (GREEDY_REALLOC(c->profiles, c->cap_profiles, idx + 1) < 0)
 		return -ENOMEM;
-	c->profiles = a;
-	p = &a[idx];
+	p = &c->profiles[idx];
 	*p = (struct profile){ .p = pprof_new(), .start = start, .host = strdup(host),
 			       .kernel = strdup(kernel), .event = strdup(event) };
 	if (!p->p || !p->host || !p->kernel || !p->event)

@@ -165,6 +165,7 @@ struct tracedat_ctx {
 	struct strmap *kallsyms;		/* lines of every segment, once each */
 	struct strmap *pids;			/* saved_cmdlines: pid -> comms[index] */
 	char **comms;				/* the latest comm of each pid */
+	size_t cap_comms;
 	const char *out;
 };
 
@@ -180,12 +181,9 @@ static int add_comms(struct tracedat_ctx *ctx, const char *text, size_t len)
 		if (sp && sp > p && sp + 1 < p + l) {
 			r = strmap_intern(ctx->pids, p, (size_t)(sp - p), &idx);
 			if (r > 0) {
-				char **a = reallocarray(ctx->comms, idx + 1, sizeof(*a));
-
-				if (!a)
+				if (GREEDY_REALLOC(ctx->comms, ctx->cap_comms, idx + 1) < 0)
 					return -ENOMEM;
-				ctx->comms = a;
-				a[idx] = NULL;
+				ctx->comms[idx] = NULL;
 			}
 			if (r < 0)
 				return r;

@@ -85,7 +85,7 @@ struct info {
 	uint64_t bad_pages;		/* malformed pages (and the rest of their record) */
 
 	struct cpu_stat *cpus;
-	size_t n_cpus;
+	size_t n_cpus, cap_cpus;
 	uint64_t records;
 	uint64_t rec_count[SEGMENT_REC_MAX];
 	uint64_t rec_unknown;
@@ -93,7 +93,7 @@ struct info {
 	uint64_t bad_stacks;
 	uint64_t bad_index_off;		/* of a malformed INDEX record; 0: none */
 	struct note *notes;
-	size_t n_notes;
+	size_t n_notes, cap_notes;
 	uint64_t notes_left_out;	/* beyond SEGMENT_MAX_NOTES */
 };
 
@@ -127,10 +127,8 @@ static struct cpu_stat *cpu_get(struct info *in, uint32_t cpu)
 	for (size_t i = 0; i < in->n_cpus; i++)
 		if (in->cpus[i].cpu == cpu)
 			return &in->cpus[i];
-	c = realloc(in->cpus, (in->n_cpus + 1) * sizeof(*c));
-	if (!c)
+	if (GREEDY_REALLOC(in->cpus, in->cap_cpus, in->n_cpus + 1) < 0)
 		return NULL;
-	in->cpus = c;
 	c = &in->cpus[in->n_cpus++];
 	*c = (struct cpu_stat){ .cpu = cpu };
 	return c;
@@ -219,10 +217,8 @@ static int keep_note(struct info *in, const void *data, size_t len)
 		in->notes_left_out++;
 		return 0;
 	}
-	n = realloc(in->notes, (in->n_notes + 1) * sizeof(*n));
-	if (!n)
+	if (GREEDY_REALLOC(in->notes, in->cap_notes, in->n_notes + 1) < 0)
 		return -ENOMEM;
-	in->notes = n;
 	n = &in->notes[in->n_notes];
 	n->text = malloc(cap);
 	if (!n->text)

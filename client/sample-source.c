@@ -14,6 +14,7 @@
 
 #include "cmd-common.h"
 #include "decode.h"
+#include "hashtab.h"
 #include "log.h"
 #include "progress.h"
 #include "sample-source.h"
@@ -65,7 +66,7 @@ struct source {
 	struct call_site_slot call_sites[CALL_SITE_SLOTS];
 	struct selection *sel;		/* borrowed: wall-clock times of segments without pairs */
 	struct origin *origins;		/* one per segment read */
-	size_t nr_origins;
+	size_t nr_origins, cap_origins;
 };
 
 /* Hand the pending event of a CPU on, with frames[0..nr) as its stack. */
@@ -94,7 +95,7 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 static const char *frame_symbol(struct source *src, const struct decoded_event *ev, uint64_t addr)
 {
 	uint64_t serial = decoder_segment_serial(ev->seg);
-	struct sym_slot *c = &src->syms[(addr * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - SYM_CACHE_BITS)];
+	struct sym_slot *c = &src->syms[hash_u64(addr) >> (64 - SYM_CACHE_BITS)];
 	const char *sym;
 
 	if (c->serial == serial && c->addr == addr)
@@ -175,7 +176,7 @@ static char *meta_dup(const struct decoded_event *ev, const char *key)
 static int origin_of(struct source *src, const struct decoded_event *ev, size_t *ret)
 {
 	uint64_t serial = decoder_segment_serial(ev->seg);
-	struct origin *a, *o;
+	struct origin *o;
 	const char *seq;
 
 	/* events of two consecutive segments interleave where they meet */
@@ -184,11 +185,9 @@ static int origin_of(struct source *src, const struct decoded_event *ev, size_t 
 			*ret = i - 1;
 			return 0;
 		}
-	a = reallocarray(src->origins, src->nr_origins + 1, sizeof(*a));
-	if (!a)
+	if (GREEDY_REALLOC(src->origins, src->cap_origins, src->nr_origins + 1) < 0)
 		return -ENOMEM;
-	src->origins = a;
-	o = &a[src->nr_origins];
+	o = &src->origins[src->nr_origins];
 	*o = (struct origin){
 		.path = strdup(ev->segment),
 		.host = meta_dup(ev, "hostname"),

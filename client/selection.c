@@ -53,7 +53,7 @@ struct selection_state {
 	uint64_t lo, hi;
 	/* CLOCK pairs pooled over the segments of the group read so far */
 	struct wallclock_pair *pairs;
-	size_t nr_pairs;
+	size_t nr_pairs, cap_pairs;
 	uint64_t pooled_last;		/* serial of the last segment pooled */
 	bool warned_no_clock;
 	bool wall_by_decoder;		/* the decoder took the wall-clock window */
@@ -235,13 +235,10 @@ bool selection_filtering(const struct selection *s)
 
 static int add_path(struct selection *s, const char *path)
 {
-	char **p = reallocarray(s->paths, s->nr_paths + 1, sizeof(*p));
-
-	if (!p)
+	if (GREEDY_REALLOC(s->paths, s->cap_paths, s->nr_paths + 1) < 0)
 		return -ENOMEM;
-	s->paths = p;
-	p[s->nr_paths] = strdup(path);
-	if (!p[s->nr_paths])
+	s->paths[s->nr_paths] = strdup(path);
+	if (!s->paths[s->nr_paths])
 		return -ENOMEM;
 	s->nr_paths++;
 	return 0;
@@ -701,7 +698,6 @@ const char *selection_group_label(const struct selection *s, size_t g)
 static void pool_pairs(struct selection_state *st, const struct decoded_event *ev)
 {
 	const struct wallclock_pair *p;
-	struct wallclock_pair *a;
 	size_t n;
 
 	if (decoder_segment_serial(ev->seg) == st->pooled_last)
@@ -710,12 +706,10 @@ static void pool_pairs(struct selection_state *st, const struct decoded_event *e
 	p = decoder_segment_clocks(ev->seg, &n);
 	if (!n)
 		return;
-	a = reallocarray(st->pairs, st->nr_pairs + n, sizeof(*a));
-	if (!a)
+	if (GREEDY_REALLOC(st->pairs, st->cap_pairs, st->nr_pairs + n) < 0)
 		return;		/* dates fall back to fewer pairs */
-	memcpy(a + st->nr_pairs, p, n * sizeof(*p));
-	st->pairs = a;
-	st->nr_pairs = wallclock_pairs_sort(a, st->nr_pairs + n);
+	memcpy(st->pairs + st->nr_pairs, p, n * sizeof(*p));
+	st->nr_pairs = wallclock_pairs_sort(st->pairs, st->nr_pairs + n);
 }
 
 static uint64_t window_bound(struct selection *s, const struct wallclock_time *t, uint64_t none)

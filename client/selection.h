@@ -88,7 +88,7 @@ struct selection {
 
 	/* segments; set by selection_resolve() */
 	char **paths;
-	size_t nr_paths;
+	size_t nr_paths, cap_paths;
 	size_t *group_start;		/* index of each group's first path */
 	size_t nr_groups;
 

@@ -87,7 +87,7 @@ struct archive {
 	struct finished *done;
 	size_t nr_done, done_cap;
 	char **unrecovered;		/* .part names whose recovery failed on a write error */
-	size_t nr_unrecovered;
+	size_t nr_unrecovered, cap_unrecovered;
 
 	atomic_uint_fast64_t frames;
 	atomic_uint_fast64_t write_errors;

@@ -186,18 +186,15 @@ void archive_add_recovered(struct archive *a, const char *path)
 
 int archive_defer_recovery(struct archive *a, const char *name)
 {
-	char **v;
 	uint64_t seq;
 
 	for (size_t i = 0; i < a->nr_unrecovered; i++)
 		if (streq(a->unrecovered[i], name))
 			return 0;
-	v = realloc(a->unrecovered, (a->nr_unrecovered + 1) * sizeof(*v));
-	if (!v)
+	if (GREEDY_REALLOC(a->unrecovered, a->cap_unrecovered, a->nr_unrecovered + 1) < 0)
 		return -ENOMEM;
-	a->unrecovered = v;
-	v[a->nr_unrecovered] = strdup(name);
-	if (!v[a->nr_unrecovered])
+	a->unrecovered[a->nr_unrecovered] = strdup(name);
+	if (!a->unrecovered[a->nr_unrecovered])
 		return -ENOMEM;
 	a->nr_unrecovered++;
 	/* a new segment must not take its number */
@@ -256,7 +253,7 @@ void archive_retry_recoveries(struct archive *a)
 		return;
 	/* taken out first: recover_part() puts back what fails again */
 	a->unrecovered = NULL;
-	a->nr_unrecovered = 0;
+	a->nr_unrecovered = a->cap_unrecovered = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 
@@ -292,7 +289,7 @@ static int scan_part(struct archive *a, int dfd, const char *name)
 int archive_scan_directory(struct archive *a)
 {
 	char **parts = NULL;
-	size_t nr_parts = 0;
+	size_t nr_parts = 0, cap_parts = 0;
 	DIR *d;
 	struct dirent *de;
 	int r = 0;
@@ -306,14 +303,11 @@ int archive_scan_directory(struct archive *a)
 		uint64_t seq;
 
 		if (segment_name_is_part(de->d_name)) {
-			char **p = realloc(parts, (nr_parts + 1) * sizeof(*parts));
-
-			if (!p || !(p[nr_parts] = strdup(de->d_name))) {
-				parts = p ? p : parts;
+			if (GREEDY_REALLOC(parts, cap_parts, nr_parts + 1) < 0 ||
+			    !(parts[nr_parts] = strdup(de->d_name))) {
 				r = -ENOMEM;
 				break;
 			}
-			parts = p;
 			nr_parts++;
 		} else if (segment_name_is_finished(de->d_name)) {
 			/* retention deletes only regular files named like ours */

@@ -184,11 +184,8 @@ static uint64_t line_ts(const char *line)
 
 static int add_pair(struct crash_previous *p, uint64_t ts, uint64_t real, uint64_t boot)
 {
-	struct wallclock_pair *n = realloc(p->pairs, (p->nr_pairs + 1) * sizeof(*n));
-
-	if (!n)
+	if (GREEDY_REALLOC(p->pairs, p->cap_pairs, p->nr_pairs + 1) < 0)
 		return -ENOMEM;
-	p->pairs = n;
 	p->pairs[p->nr_pairs++] = (struct wallclock_pair){ .trace = ts, .realtime = real,
 							   .boottime = boot };
 	return 0;

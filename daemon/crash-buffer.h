@@ -44,7 +44,7 @@ struct crash_previous {
 	uint64_t stop_ts;		/* trace clock of the clean-stop marker; 0 none */
 	uint64_t last_ts;		/* trace clock of the last line read; 0 none */
 	struct wallclock_pair *pairs;	/* trace clock against the wall clock */
-	size_t nr_pairs;
+	size_t nr_pairs, cap_pairs;
 	int64_t text_delta;		/* last_boot_info: this boot's text minus that one's */
 	bool text_delta_known;
 	uint64_t lines;			/* event lines in the trace file */
@@ -52,6 +52,7 @@ struct crash_previous {
 					 * pairs (if any) from that boot's recording */
 	uint64_t *overlap;		/* per CPU: last trace time already archived; 0 none */
 	unsigned nr_overlap;		/* set by the recorder (recorder-crash.c) */
+	size_t cap_overlap;
 };
 
 void crash_previous_done(struct crash_previous *p);

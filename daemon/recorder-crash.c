@@ -180,12 +180,8 @@ static int raise_overlap(struct crash_previous *prev, uint32_t cpu, uint64_t ts)
 	if (cpu >= 4096 || !ts)
 		return 0;
 	if (cpu >= prev->nr_overlap) {
-		uint64_t *o = realloc(prev->overlap, (cpu + 1) * sizeof(*o));
-
-		if (!o)
+		if (GREEDY_REALLOC0(prev->overlap, prev->cap_overlap, (size_t)cpu + 1) < 0)
 			return -ENOMEM;
-		memset(o + prev->nr_overlap, 0, (cpu + 1 - prev->nr_overlap) * sizeof(*o));
-		prev->overlap = o;
 		prev->nr_overlap = cpu + 1;
 	}
 	prev->overlap[cpu] = MAX(prev->overlap[cpu], ts);
@@ -202,7 +198,8 @@ static int borrow_pairs(struct crash_previous *prev, const struct segment_record
 
 	if (!prev->markers_lost || rec->type != SEGMENT_REC_CLOCK)
 		return 0;
-	k = wallclock_pairs_decode(rec->data, rec->len, &prev->pairs, &prev->nr_pairs);
+	k = wallclock_pairs_decode(rec->data, rec->len, &prev->pairs, &prev->nr_pairs,
+				   &prev->cap_pairs);
 	return k == -ENOMEM ? k : 0;
 }
 

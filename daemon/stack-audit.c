@@ -27,7 +27,7 @@ struct audit {
 	size_t nr_files;
 	struct stack_expect_types wants;	/* event types recorded with a stack */
 	struct stack_expect *cpus;
-	size_t nr_cpus;
+	size_t nr_cpus, cap_cpus;
 	uint64_t refs, unresolved;
 };
 
@@ -56,12 +56,8 @@ static struct stack_expect *audit_cpu(struct audit *a, uint32_t cpu)
 	if (cpu >= STACKTAB_MAX_CPUS)
 		return NULL;
 	if (cpu >= a->nr_cpus) {
-		struct stack_expect *n = reallocarray(a->cpus, cpu + 1, sizeof(*n));
-
-		if (!n)
+		if (GREEDY_REALLOC0(a->cpus, a->cap_cpus, (size_t)cpu + 1) < 0)
 			return NULL;
-		memset(n + a->nr_cpus, 0, (cpu + 1 - a->nr_cpus) * sizeof(*n));
-		a->cpus = n;
 		a->nr_cpus = cpu + 1;
 	}
 	return &a->cpus[cpu];

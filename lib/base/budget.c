@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "budget.h"
+#include "util.h"
 
 static _Atomic uint64_t limit_bytes;
 static _Atomic uint64_t used_bytes;
@@ -79,20 +81,51 @@ int budget_buf_reserve(size_t *charged, struct buf *b, size_t n, const char *wha
 
 	if (b->cap - b->len >= n)
 		return 0;
-	/* the capacity buf_reserve() will choose */
-	cap = b->cap ? b->cap : 256;
-	while (cap - b->len < n) {
-		if (cap > SIZE_MAX / 2)
-			return -ENOMEM;
-		cap *= 2;
-	}
+	if (n > SIZE_MAX - b->len)
+		return -ENOMEM;
+	/* the room buf_reserve() will ask for */
+	cap = greedy_capacity(b->cap, MAX(b->len + n, BUF_MIN_ROOM), 1);
+	if (!cap)
+		return -ENOMEM;
 	r = budget_charge(charged, cap - b->cap, what);
 	if (r < 0)
 		return r;
 	r = buf_reserve(b, n);
-	if (r < 0)
-		budget_release(charged, cap - b->cap);
+	/* less when the doubled room did not fit; nothing on failure */
+	budget_release(charged, cap - b->cap);
 	return r;
+}
+
+static int greedy_charged(bool zero, size_t *charged, void **p, size_t *cap, size_t need,
+			  size_t size, const char *what)
+{
+	size_t want;
+	int r;
+
+	if (need <= *cap)
+		return 0;
+	want = greedy_capacity(*cap, need, size);
+	if (!want)
+		return -ENOMEM;
+	r = budget_charge(charged, (want - *cap) * size, what);
+	if (r < 0)
+		return r;
+	r = zero ? greedy_realloc0(p, cap, need, size) : greedy_realloc(p, cap, need, size);
+	/* less when the doubled room did not fit; nothing on failure */
+	budget_release(charged, (want - *cap) * size);
+	return r;
+}
+
+int budget_greedy_realloc(size_t *charged, void **p, size_t *cap, size_t need, size_t size,
+			  const char *what)
+{
+	return greedy_charged(false, charged, p, cap, need, size, what);
+}
+
+int budget_greedy_realloc0(size_t *charged, void **p, size_t *cap, size_t need, size_t size,
+			   const char *what)
+{
+	return greedy_charged(true, charged, p, cap, need, size, what);
 }
 
 void budget_buf_done(size_t *charged, struct buf *b)

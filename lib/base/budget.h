@@ -48,10 +48,47 @@ static inline void budget_release_all(size_t *charged)
 }
 
 /*
- * buf_reserve(b, n) with the growth charged to *charged first. Returns 0
- * or -ENOMEM (over the budget, or no memory).
+ * buf_reserve(b, n) with the growth charged to *charged first: what stays
+ * charged is the room the buffer gets. Returns 0 or -ENOMEM (over the
+ * budget, or no memory).
  */
 int budget_buf_reserve(size_t *charged, struct buf *b, size_t n, const char *what);
+
+/*
+ * greedy_realloc() (util.h) with the growth, in bytes, charged to *charged
+ * first for what: what stays charged is the room the array gets. Returns
+ * 0, or -ENOMEM (over the budget, or no memory) with *p, *cap and
+ * *charged unchanged. Use BUDGET_GREEDY_REALLOC() rather than calling it.
+ */
+int budget_greedy_realloc(size_t *charged, void **p, size_t *cap, size_t need, size_t size,
+			  const char *what);
+
+/* budget_greedy_realloc(), and the elements past the old *cap are zeroed. */
+int budget_greedy_realloc0(size_t *charged, void **p, size_t *cap, size_t need, size_t size,
+			   const char *what);
+
+#define BUDGET_GREEDY_REALLOC_IMPL(func, charged, array, cap, need, what)                       \
+	({                                                                                      \
+		size_t _need_ = (need);                                                         \
+		int _r_ = 0;                                                                    \
+		if (_need_ > (cap)) {                                                           \
+			void *_p_ = (array);                                                    \
+			_r_ = func((charged), &_p_, &(cap), _need_, sizeof((array)[0]), (what)); \
+			(array) = _p_;                                                          \
+		}                                                                               \
+		_r_;                                                                            \
+	})
+
+/*
+ * GREEDY_REALLOC(array, cap, need) with the growth charged to *charged
+ * (a size_t *) for what first. Returns 0 or -ENOMEM.
+ */
+#define BUDGET_GREEDY_REALLOC(charged, array, cap, need, what) \
+	BUDGET_GREEDY_REALLOC_IMPL(budget_greedy_realloc, charged, array, cap, need, what)
+
+/* BUDGET_GREEDY_REALLOC(), with the new elements zeroed. */
+#define BUDGET_GREEDY_REALLOC0(charged, array, cap, need, what) \
+	BUDGET_GREEDY_REALLOC_IMPL(budget_greedy_realloc0, charged, array, cap, need, what)
 
 /* buf_done(b) and the release of what budget_buf_reserve() charged for it. */
 void budget_buf_done(size_t *charged, struct buf *b);

@@ -16,7 +16,7 @@ int buf_reserve(struct buf *b, size_t n)
 		return 0;
 	if (n > SIZE_MAX - b->len)
 		return -ENOMEM;
-	return GREEDY_REALLOC(b->data, b->cap, MAX(b->len + n, (size_t)256));
+	return GREEDY_REALLOC(b->data, b->cap, MAX(b->len + n, BUF_MIN_ROOM));
 }
 
 int buf_append(struct buf *b, const void *p, size_t n)

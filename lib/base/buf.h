@@ -14,7 +14,13 @@ struct buf {
 	size_t cap;
 };
 
-/* Make room for n more bytes. Returns 0 or -ENOMEM. */
+/* The least room a buffer gets: its first allocation. */
+#define BUF_MIN_ROOM ((size_t)256)
+
+/*
+ * Make room for n more bytes (GREEDY_REALLOC(), and at least BUF_MIN_ROOM).
+ * Returns 0 or -ENOMEM.
+ */
 int buf_reserve(struct buf *b, size_t n);
 int buf_append(struct buf *b, const void *p, size_t n);
 int buf_append_u16(struct buf *b, uint16_t v);	/* little-endian */

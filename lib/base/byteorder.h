@@ -3,7 +3,10 @@
  * Reading and writing fixed-size integers at any address in a given byte
  * order: little-endian for everything we store (segments, wire formats,
  * trace.dat), big-endian only for what a big-endian kernel wrote. The one
- * set of these for the whole tree; buf.h includes it.
+ * set of these for the whole tree: no other code puts bytes together into
+ * an integer or swaps them (tests/check-base.sh); what is in the host's
+ * own order (the kernel's pages as read) is copied with memcpy(). buf.h
+ * includes it.
  */
 #ifndef STACKMAPD_BYTEORDER_H
 #define STACKMAPD_BYTEORDER_H

@@ -14,7 +14,8 @@
  *
  * Lookups, and adding into room made by hashtab_reserve(), never
  * allocate; entries are never removed one by one (hashtab_clear() empties the table, keeping its
- * memory). The hash functions below suit keys of words and of bytes.
+ * memory). The hash functions below, for keys of words and of bytes, are
+ * the tree's only ones (tests/check-base.sh).
  * Not thread-safe: a shared table needs its owner's lock.
  */
 #ifndef STACKMAPD_HASHTAB_H
@@ -24,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "byteorder.h"
 
 struct hashtab_slot {
 	uint64_t hash;
@@ -102,6 +105,40 @@ static inline int hashtab_add(struct hashtab *t, uint64_t h, uintptr_t val)
 	return 0;
 }
 
+/*
+ * The hash functions of the tree, for tables (this one, the column
+ * encoder's dictionaries, caches): hash_u64() for a word, hash_bytes()
+ * for bytes, and hash_bytes_more() with hash_end() for keys of several
+ * parts. Their values live in memory only and may change with any
+ * version. hash_fnv1a() is the exception: a format whose values are
+ * stored (below).
+ */
+
+/* FNV-1a, 64 bits: its offset basis and prime. */
+#define HASH_FNV1A_BASIS UINT64_C(0xcbf29ce484222325)
+#define HASH_FNV1A_PRIME UINT64_C(0x100000001b3)
+
+/* One FNV-1a step: h takes in w (a byte, or, for hash_bytes(), a word). */
+static inline uint64_t hash_fnv1a_step(uint64_t h, uint64_t w)
+{
+	return (h ^ w) * HASH_FNV1A_PRIME;
+}
+
+/*
+ * FNV-1a of len bytes at p, a byte at a time, from h (HASH_FNV1A_BASIS
+ * for a new hash): the standard function, unlike the others here a
+ * format. Its values are stored (ClickHouse's stack_key, doc/fleet.md,
+ * ch_stack_key()) and must never change.
+ */
+static inline uint64_t hash_fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *s = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = hash_fnv1a_step(h, s[i]);
+	return h;
+}
+
 /* A hash of a 64-bit key (a word, an id, a pointer): every bit moves every bit. */
 static inline uint64_t hash_u64(uint64_t k)
 {
@@ -114,29 +151,41 @@ static inline uint64_t hash_u64(uint64_t k)
 }
 
 /*
- * A hash of len bytes at p (stacks of addresses, strings): FNV-1a a word
- * at a time, then a multiply-xorshift so that the low bits, which pick
- * the slot, depend on every word. Cheap: the transcoder hashes every
- * kernel stack it meets.
+ * Take len bytes at p into the running hash h: FNV-1a a word at a time,
+ * the words read little-endian and the last partial one padded with
+ * zeros. Cheap: the transcoder hashes every kernel stack it meets, the
+ * column encoder every template and text value.
  */
-static inline uint64_t hash_bytes(const void *p, size_t len)
+static inline uint64_t hash_bytes_more(uint64_t h, const void *p, size_t len)
 {
 	const uint8_t *s = p;
-	size_t words = len / 8;
-	uint64_t h = UINT64_C(0xcbf29ce484222325) ^ len, w;
+	size_t words = len / 8, t = len % 8;
 
-	for (size_t i = 0; i < words; i++) {
-		memcpy(&w, s + 8 * i, 8);
-		h = (h ^ w) * UINT64_C(0x100000001b3);
-	}
-	if (len % 8) {
-		w = 0;
-		memcpy(&w, s + 8 * words, len % 8);
-		h = (h ^ w) * UINT64_C(0x100000001b3);
-	}
+	for (size_t i = 0; i < words; i++)
+		h = hash_fnv1a_step(h, get_le64(s + 8 * i));
+	s += 8 * words;
+	/* the tail in two overlapping reads, not a call to memcpy() */
+	if (t >= 4)
+		h = hash_fnv1a_step(h, get_le32(s) | (uint64_t)get_le32(s + t - 4) << 8 * (t - 4));
+	else if (t >= 2)
+		h = hash_fnv1a_step(h, get_le16(s) | (uint64_t)get_le16(s + t - 2) << 8 * (t - 2));
+	else if (t)
+		h = hash_fnv1a_step(h, s[0]);
+	return h;
+}
+
+/* The hash of what h has taken in: a multiply-xorshift, so that the low bits depend on every word. */
+static inline uint64_t hash_end(uint64_t h)
+{
 	h ^= h >> 33;
 	h *= UINT64_C(0xff51afd7ed558ccd);
 	return h ^ h >> 33;
+}
+
+/* A hash of len bytes at p (stacks of addresses, strings). */
+static inline uint64_t hash_bytes(const void *p, size_t len)
+{
+	return hash_end(hash_bytes_more(HASH_FNV1A_BASIS ^ len, p, len));
 }
 
 #endif

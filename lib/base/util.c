@@ -34,6 +34,19 @@ int vstrprintf(char **ret, const char *fmt, va_list ap)
 	return 0;
 }
 
+size_t greedy_capacity(size_t cap, size_t need, size_t size)
+{
+	size_t n;
+
+	assert(size > 0);
+	/* checked here, not by the allocator: sanitizers treat an overflowing request as a bug */
+	if (need > SIZE_MAX / size)
+		return 0;
+	n = MIN(cap, SIZE_MAX / size / 2) * 2;
+	n = MAX(n, need);
+	return MAX(n, 64 / size);
+}
+
 int greedy_realloc(void **p, size_t *cap, size_t need, size_t size)
 {
 	size_t n;
@@ -42,12 +55,9 @@ int greedy_realloc(void **p, size_t *cap, size_t need, size_t size)
 	assert(size > 0);
 	if (need <= *cap)
 		return 0;
-	/* checked here, not by the allocator: sanitizers treat an overflowing request as a bug */
-	if (need > SIZE_MAX / size)
+	n = greedy_capacity(*cap, need, size);
+	if (!n)
 		return -ENOMEM;
-	n = MIN(*cap, SIZE_MAX / size / 2) * 2;
-	n = MAX(n, need);
-	n = MAX(n, 64 / size);
 	q = realloc(*p, n * size);
 	if (!q && n > need) {
 		/* doubling is only a wish: the exact size may still fit */

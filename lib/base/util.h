@@ -104,14 +104,30 @@ static inline void fclosep(FILE **f)
 /*
  * Make room in the array *p, which has room for *cap elements of size
  * bytes, for need elements. When need > *cap the array is reallocated to
- * the larger of need and twice *cap (and, the first time, at least 64
- * bytes' worth), so that appending one element at a time costs amortized
- * O(1); the elements past the old *cap are uninitialized. Returns 0, or
- * -ENOMEM with *p and *cap unchanged. The one place that doubles a
- * capacity: use GREEDY_REALLOC() or GREEDY_REALLOC0() rather than
- * calling it.
+ * greedy_capacity(*cap, need, size) elements, or to exactly need when
+ * that much does not fit, so that appending one element at a time costs
+ * amortized O(1); the elements past the old *cap are uninitialized.
+ * Returns 0, or -ENOMEM with *p and *cap unchanged (also when need
+ * elements would not fit in a size_t). Use GREEDY_REALLOC() or
+ * GREEDY_REALLOC0() rather than calling it; budget.h has the same charged
+ * to the readers' memory budget.
  */
 int greedy_realloc(void **p, size_t *cap, size_t need, size_t size);
+
+/*
+ * The room, in elements of size bytes, that greedy_realloc() asks for when
+ * an array with room for cap elements must hold need > cap: the larger of
+ * need and twice cap, and at least 64 bytes' worth. 0 when need elements
+ * do not fit in a size_t.
+ *
+ * The one place that doubles a capacity: outside lib/base, arrays grow
+ * with GREEDY_REALLOC() (or budget.h's BUDGET_GREEDY_REALLOC()), never by
+ * a doubling or a realloc() one element larger of their own
+ * (tests/check-base.sh). Hash tables, whose sizes are powers of two, size
+ * their slots themselves (hashtab.c, the column encoder's dictionaries);
+ * named_texts_append() grows its short lists by one.
+ */
+size_t greedy_capacity(size_t cap, size_t need, size_t size);
 
 /* greedy_realloc(), and the elements past the old *cap are zeroed. */
 int greedy_realloc0(void **p, size_t *cap, size_t need, size_t size);

@@ -85,6 +85,7 @@ struct parse_state {
 	char *stacktrace;
 	struct filter_def *filters;
 	unsigned nr_filters;
+	size_t cap_filters;
 
 	char *error;			/* the first error, complete message */
 	int error_r;

@@ -206,17 +206,16 @@ void config_strv_free(char **v)
 int config_split_words(const char *s, char ***ret)
 {
 	char **v = NULL;
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 
 	for (const char *p = config_skip_blank(s); *p; p = config_skip_blank(p)) {
 		size_t len = strcspn(p, " \t");
-		char **nv = realloc(v, (n + 2) * sizeof(*v));
 
-		if (!nv) {
+		/* the words and the NULL that ends them */
+		if (GREEDY_REALLOC(v, cap, n + 2) < 0) {
 			config_strv_free(v);
 			return -ENOMEM;
 		}
-		v = nv;
 		v[n] = strndup(p, len);
 		v[n + 1] = NULL;
 		if (!v[n]) {

@@ -107,13 +107,12 @@ static int refuse_commas(const char *p, size_t len, char **m)
 int config_set_events(struct config *c, const char *list, char **m)
 {
 	struct config_event *ev = NULL;
+	size_t cap = 0;
 	unsigned n = 0;
 	int r = 0;
 
 	for (const char *p = config_skip_blank(list); *p; p = config_skip_blank(p)) {
 		size_t len = strcspn(p, " \t");
-		struct config_event *nev;
-
 		if (memchr(p, '*', len) || memchr(p, '?', len)) {
 			r = strprintf(m, "'%.*s': wildcards are not supported (name each event)",
 				      (int)len, p) ?: -EINVAL;
@@ -126,12 +125,10 @@ int config_set_events(struct config *c, const char *list, char **m)
 			r = strprintf(m, "more than %d events", CONFIG_MAX_EVENTS) ?: -EINVAL;
 			goto out;
 		}
-		nev = realloc(ev, (n + 1) * sizeof(*ev));
-		if (!nev) {
+		if (GREEDY_REALLOC(ev, cap, (size_t)n + 1) < 0) {
 			r = -ENOMEM;
 			goto out;
 		}
-		ev = nev;
 		ev[n] = (struct config_event){ .stacktrace = true };
 		r = split_event(p, len, &ev[n].system, &ev[n].name);
 		if (r == -EINVAL)
@@ -346,10 +343,9 @@ static int add_filter(struct parse_state *s, const char *event, const char *expr
 		if (streq(s->filters[i].event, event))
 			return fail(s, s->line, NULL, "trace.filter.%s: duplicate key (first set "
 				    "on line %u)", event, s->filters[i].line);
-	nf = realloc(s->filters, (s->nr_filters + 1) * sizeof(*nf));
-	if (!nf)
+	if (GREEDY_REALLOC(s->filters, s->cap_filters, (size_t)s->nr_filters + 1) < 0)
 		return s->error_r = -ENOMEM;
-	s->filters = nf;
+	nf = s->filters;
 	nf[s->nr_filters] = (struct filter_def){ .event = strdup(event), .expr = strdup(expr),
 						 .line = s->line };
 	if (!nf[s->nr_filters].event || !nf[s->nr_filters].expr) {

@@ -97,7 +97,7 @@ struct decoder_segment {
 	size_t nr_files;
 	size_t nr_formats;		/* event format FILE records handed to libtraceevent */
 	struct wallclock_pair *clocks;	/* CLOCK pairs, sorted by trace clock */
-	size_t nr_clocks;
+	size_t nr_clocks, cap_clocks;
 	bool wall_placed;		/* the filter's real-time window applies, by clocks */
 	uint64_t wall_since, wall_until;	/* that window */
 	/*
@@ -106,14 +106,14 @@ struct decoder_segment {
 	 * boot; 0: none. print_type: markers, which only the capture holds.
 	 */
 	uint64_t *overlap;
-	size_t nr_overlap;
+	size_t nr_overlap, cap_overlap;
 	int print_type;
 	/* event types recorded with a stack, by the stored config (stack-expect.h) */
 	struct stack_expect_types wants_stack;
 
 	/* second pass: the first pass's reader fetches each selected frame at its offset */
 	struct cpu_stream *cpus;	/* indexed by CPU */
-	size_t nr_cpus;
+	size_t nr_cpus, cap_cpus;
 	struct segment_reader *rd;
 	size_t charged;			/* bytes held, in the readers' budget (budget.h) */
 };

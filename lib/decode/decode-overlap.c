@@ -29,12 +29,8 @@ void decode_read_overlap(struct decoder_segment *s)
 		if (sscanf(v, "%lu:%llu%n", &cpu, &ts, &n) != 2 || cpu >= DECODE_MAX_CPUS)
 			break;
 		if (cpu >= s->nr_overlap) {
-			uint64_t *o = realloc(s->overlap, (cpu + 1) * sizeof(*o));
-
-			if (!o)
+			if (GREEDY_REALLOC0(s->overlap, s->cap_overlap, (size_t)cpu + 1) < 0)
 				break;
-			memset(o + s->nr_overlap, 0, (cpu + 1 - s->nr_overlap) * sizeof(*o));
-			s->overlap = o;
 			s->nr_overlap = cpu + 1;
 		}
 		s->overlap[cpu] = ts;

@@ -325,16 +325,9 @@ static int cpu_streams(struct decoder_segment *s, uint32_t cpu, struct cpu_strea
 	if (cpu >= DECODE_MAX_CPUS)
 		return -EINVAL;
 	if (cpu >= s->nr_cpus) {
-		struct cpu_stream *n;
-
-		if (budget_charge(&s->charged, sizeof(*n) * (cpu + 1 - s->nr_cpus), "CPU streams") < 0)
+		if (BUDGET_GREEDY_REALLOC0(&s->charged, s->cpus, s->cap_cpus, (size_t)cpu + 1,
+					   "CPU streams") < 0)
 			return -ENOMEM;
-		n = realloc(s->cpus, sizeof(*n) * (cpu + 1));
-
-		if (!n)
-			return -ENOMEM;
-		memset(n + s->nr_cpus, 0, sizeof(*n) * (cpu + 1 - s->nr_cpus));
-		s->cpus = n;
 		s->nr_cpus = cpu + 1;
 	}
 	*ret = &s->cpus[cpu];
@@ -343,20 +336,11 @@ static int cpu_streams(struct decoder_segment *s, uint32_t cpu, struct cpu_strea
 
 static int add_ref(struct decoder_segment *s, struct cpu_stream *cs, const struct item_ref *ref)
 {
-	if (cs->total == cs->cap) {
-		uint32_t ncap = cs->cap ? cs->cap * 2 : 16;
-		struct item_ref *n;
-
-		if (ncap < cs->cap ||
-		    budget_charge(&s->charged, (ncap - cs->cap) * sizeof(*n), "the frame table") < 0)
-			return -ENOMEM;
-		n = realloc(cs->refs, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		cs->refs = n;
-		cs->cap = ncap;
-	}
+	/* total counts in 32 bits */
+	if (cs->total == UINT32_MAX ||
+	    BUDGET_GREEDY_REALLOC(&s->charged, cs->refs, cs->cap, (size_t)cs->total + 1,
+				  "the frame table") < 0)
+		return -ENOMEM;
 	cs->refs[cs->total++] = *ref;
 	return 0;
 }
@@ -527,7 +511,8 @@ static int load_record(struct decoder_segment *s, const struct segment_record *r
 		/* collected here, sorted once in finish_tables(): linear in the records */
 		if (budget_charge(&s->charged, 2 * rec->len, "CLOCK records") < 0)
 			return -ENOMEM;
-		r = wallclock_pairs_decode(rec->data, rec->len, &s->clocks, &s->nr_clocks);
+		r = wallclock_pairs_decode(rec->data, rec->len, &s->clocks, &s->nr_clocks,
+					   &s->cap_clocks);
 		if (r == -EBADMSG)
 			decoder_segment_add_error(s, "'%s': malformed CLOCK record at offset %" PRIu64,
 						  s->path, rec->offset);

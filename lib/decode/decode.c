@@ -105,14 +105,14 @@ struct decoder {
 	size_t nr_segs;
 	size_t cur;			/* oldest segment not closed */
 	struct cursor **cursors;	/* by CPU, NULL if none */
-	size_t nr_cursors;
+	size_t nr_cursors, cap_cursors;
 	struct cursor **heap;		/* cursors with a head, min-heap on (ts, cpu) */
-	size_t heap_len;
+	size_t heap_len, cap_heap;
 	struct cursor **pending;	/* cursors that need their next event read */
-	size_t nr_pending;
+	size_t nr_pending, cap_pending;
 	struct cursor *last;		/* whose event decoder_next() returned last */
 	struct msg *msgs;		/* problems to report, oldest first */
-	size_t nr_msgs, first_msg;
+	size_t nr_msgs, first_msg, cap_msgs;
 	char *error;
 	struct tep_record record;
 	struct stacktab_stats stats;	/* of closed segments */
@@ -235,17 +235,13 @@ void decoder_get_stats(const struct decoder *d, struct stacktab_stats *ret)
 
 static int push_msg(struct decoder *d, int code, char *text)
 {
-	struct msg *n;
-
 	if (!text)
 		return -ENOMEM;
-	n = realloc(d->msgs, sizeof(*n) * (d->nr_msgs + 1));
-	if (!n) {
+	if (GREEDY_REALLOC(d->msgs, d->cap_msgs, d->nr_msgs + 1) < 0) {
 		free(text);
 		return -ENOMEM;
 	}
-	d->msgs = n;
-	n[d->nr_msgs++] = (struct msg){ code, text };
+	d->msgs[d->nr_msgs++] = (struct msg){ code, text };
 	return 0;
 }
 
@@ -324,11 +320,8 @@ static int cursor_setup(struct cursor *c, const struct decoder_segment *s)
 
 static int add_pending(struct decoder *d, struct cursor *c)
 {
-	struct cursor **n = realloc(d->pending, sizeof(*n) * (d->nr_pending + 1));
-
-	if (!n)
+	if (GREEDY_REALLOC(d->pending, d->cap_pending, d->nr_pending + 1) < 0)
 		return -ENOMEM;
-	d->pending = n;
 	d->pending[d->nr_pending++] = c;
 	return 0;
 }
@@ -359,16 +352,10 @@ static int slot_open(struct decoder *d, size_t k)
 		if (!s->cpus[cpu].total || (cpu < d->nr_cursors && d->cursors[cpu]))
 			continue;
 		if (cpu >= d->nr_cursors) {
-			struct cursor **n = realloc(d->cursors, sizeof(*n) * (cpu + 1));
-
-			if (!n)
+			/* the heap holds at most one cursor per CPU */
+			if (GREEDY_REALLOC0(d->cursors, d->cap_cursors, (size_t)cpu + 1) < 0 ||
+			    GREEDY_REALLOC(d->heap, d->cap_heap, (size_t)cpu + 1) < 0)
 				return -ENOMEM;
-			memset(n + d->nr_cursors, 0, sizeof(*n) * (cpu + 1 - d->nr_cursors));
-			d->cursors = n;
-			n = realloc(d->heap, sizeof(*n) * (cpu + 1));
-			if (!n)
-				return -ENOMEM;
-			d->heap = n;
 			d->nr_cursors = cpu + 1;
 		}
 		c = calloc(1, sizeof(*c));

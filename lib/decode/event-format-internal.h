@@ -78,7 +78,7 @@ struct fitem {
 
 struct fprog {
 	struct fitem *items;
-	size_t nr;
+	size_t nr, cap;
 };
 
 /* A growing output buffer; the printer fails (ok = false) rather than truncate. */

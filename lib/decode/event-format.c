@@ -468,18 +468,14 @@ static size_t parse_spec(const char *fmt, struct fspec *sp)
 
 static struct fitem *add_item(struct compiler *cc, struct fprog *p, enum fi_kind kind)
 {
-	struct fitem *items;
-
 	if (cc->fail)
 		return NULL;
-	items = realloc(p->items, (p->nr + 1) * sizeof(*items));
-	if (!items) {
+	if (GREEDY_REALLOC(p->items, p->cap, p->nr + 1) < 0) {
 		cc->fail = true;
 		return NULL;
 	}
-	p->items = items;
-	items[p->nr] = (struct fitem){ .kind = kind };
-	return &items[p->nr++];
+	p->items[p->nr] = (struct fitem){ .kind = kind };
+	return &p->items[p->nr++];
 }
 
 /* Literal text up to the next conversion, with libtraceevent's escapes; returns its length. */

@@ -18,15 +18,8 @@ struct calltree_node *calltree_child(struct calltree_node *n, const char *name, 
 	for (size_t i = 0; i < n->nr_kids; i++)
 		if (n->kids[i].len == len && !memcmp(n->kids[i].name, name, len))
 			return &n->kids[i];
-	if (n->nr_kids == n->cap_kids) {
-		size_t cap = n->cap_kids ? n->cap_kids * 2 : 4;
-		struct calltree_node *k = reallocarray(n->kids, cap, sizeof(*k));
-
-		if (!k)
-			return NULL;
-		n->kids = k;
-		n->cap_kids = cap;
-	}
+	if (GREEDY_REALLOC(n->kids, n->cap_kids, n->nr_kids + 1) < 0)
+		return NULL;
 	n->kids[n->nr_kids] = (struct calltree_node){ .name = name, .len = len };
 	return &n->kids[n->nr_kids++];
 }

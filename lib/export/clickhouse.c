@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "clickhouse.h"
+#include "hashtab.h"
 #include "segtally.h"
 #include "strmap.h"
 
@@ -52,19 +53,15 @@ int ch_export_new(const struct ch_files *files, uint64_t load_id, uint64_t loade
 
 uint64_t ch_stack_key(const struct sample_frame *frames, size_t n)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	uint64_t h = HASH_FNV1A_BASIS;
 
+	/* a stored format (doc/fleet.md): FNV-1a, whose values never change */
 	for (size_t i = 0; i < n; i++) {
 		char buf[SAMPLE_FRAME_NAME_MAX];
 		const char *name = sample_frame_name(&frames[i], buf, sizeof(buf));
 
 		/* the NUL ends each name: ["ab", "c"] and ["a", "bc"] differ */
-		for (const unsigned char *p = (const unsigned char *)name;; p++) {
-			h ^= *p;
-			h *= UINT64_C(0x100000001b3);
-			if (!*p)
-				break;
-		}
+		h = hash_fnv1a(h, name, strlen(name) + 1);
 	}
 	return h ?: 1;		/* 0 is "no stack" */
 }

@@ -30,7 +30,7 @@ struct pprof {
 	uint64_t start_ns, duration_ns;
 	bool no_pid_cpu;		/* samples without pid and cpu labels */
 	int64_t *comments;		/* string indexes */
-	size_t nr_comments;
+	size_t nr_comments, cap_comments;
 };
 
 struct sample_key {
@@ -412,17 +412,15 @@ void pprof_set_pid_cpu_labels(struct pprof *p, bool on)
 
 int pprof_add_comment(struct pprof *p, const char *text)
 {
-	int64_t *a = reallocarray(p->comments, p->nr_comments + 1, sizeof(*a));
 	uint32_t idx;
 	int r;
 
-	if (!a)
+	if (GREEDY_REALLOC(p->comments, p->cap_comments, p->nr_comments + 1) < 0)
 		return -ENOMEM;
-	p->comments = a;
 	r = string(p, text, &idx);
 	if (r < 0)
 		return r;
-	a[p->nr_comments++] = idx;
+	p->comments[p->nr_comments++] = idx;
 	return 0;
 }
 

@@ -71,7 +71,7 @@ static int read_segment(struct segtally_segment *s)
 
 int segtally_add_segment(struct segtally *t, const char *path)
 {
-	struct segtally_segment *a, s = {};
+	struct segtally_segment s = {};
 	int r;
 
 	s.path = strdup(path);
@@ -82,13 +82,11 @@ int segtally_add_segment(struct segtally *t, const char *path)
 		segment_done(&s);
 		return r;
 	}
-	a = reallocarray(t->segs, t->nr_segs + 1, sizeof(*a));
-	if (!a) {
+	if (GREEDY_REALLOC(t->segs, t->cap_segs, t->nr_segs + 1) < 0) {
 		segment_done(&s);
 		return -ENOMEM;
 	}
-	t->segs = a;
-	a[t->nr_segs++] = s;
+	t->segs[t->nr_segs++] = s;
 	return 0;
 }
 
@@ -114,17 +112,13 @@ static struct segtally_segment *segment_of(struct segtally *t, const struct samp
 
 static struct segtally_cpu *cpu_of(struct segtally_segment *seg, unsigned int cpu)
 {
-	struct segtally_cpu *a;
-
 	for (size_t i = 0; i < seg->nr_cpus; i++)
 		if (seg->cpus[i].cpu == cpu)
 			return &seg->cpus[i];
-	a = reallocarray(seg->cpus, seg->nr_cpus + 1, sizeof(*a));
-	if (!a)
+	if (GREEDY_REALLOC(seg->cpus, seg->cap_cpus, seg->nr_cpus + 1) < 0)
 		return NULL;
-	seg->cpus = a;
-	a[seg->nr_cpus] = (struct segtally_cpu){ .cpu = cpu, .first_ts = UINT64_MAX };
-	return &a[seg->nr_cpus++];
+	seg->cpus[seg->nr_cpus] = (struct segtally_cpu){ .cpu = cpu, .first_ts = UINT64_MAX };
+	return &seg->cpus[seg->nr_cpus++];
 }
 
 static void span_add(uint64_t *first, uint64_t *last, uint64_t v)

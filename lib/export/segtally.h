@@ -37,7 +37,7 @@ struct segtally_segment {
 	uint64_t rows, entries;		/* samples, and the ring-buffer entries they stand for */
 	uint64_t first_wall, last_wall;
 	struct segtally_cpu *cpus;
-	size_t nr_cpus;
+	size_t nr_cpus, cap_cpus;
 };
 
 /* One CPU's losses in a segment. */
@@ -50,7 +50,7 @@ struct segtally_loss {
 
 struct segtally {
 	struct segtally_segment *segs;
-	size_t nr_segs;
+	size_t nr_segs, cap_segs;
 	size_t last;			/* the segment looked up last */
 };
 

@@ -378,15 +378,8 @@ static int print_children(const struct row *rows, size_t n, FILE *f, struct json
 			r = strmap_intern(names, fr, len, &idx);
 			if (r < 0)
 				return r;
-			if (idx >= cap) {
-				size_t c = MAX(cap * 2, idx + 16);
-				struct func *a = reallocarray(funcs, c, sizeof(*a));
-
-				if (!a)
-					return -ENOMEM;
-				funcs = a;
-				cap = c;
-			}
+			if (GREEDY_REALLOC(funcs, cap, idx + 1) < 0)
+				return -ENOMEM;
 			if (idx >= nr_funcs) {
 				funcs[idx] = (struct func){ .name = fr, .len = len };
 				nr_funcs = idx + 1;
@@ -398,15 +391,8 @@ static int print_children(const struct row *rows, size_t n, FILE *f, struct json
 				funcs[idx].self += rows[i].count;
 			if (again)
 				continue;
-			if (nr_seen == cap_seen) {
-				size_t c = cap_seen ? cap_seen * 2 : 64;
-				size_t *a = reallocarray(seen, c, sizeof(*a));
-
-				if (!a)
-					return -ENOMEM;
-				seen = a;
-				cap_seen = c;
-			}
+			if (GREEDY_REALLOC(seen, cap_seen, nr_seen + 1) < 0)
+				return -ENOMEM;
 			seen[nr_seen++] = idx;
 			funcs[idx].children += rows[i].count;
 		}

@@ -68,7 +68,7 @@ struct tracedat {
 	char *header_page, *kallsyms, *printk, *cmdlines;
 	unsigned int page_size, nr_cpus;
 	struct format *formats;
-	size_t nr_formats;
+	size_t nr_formats, cap_formats;
 	int stack_id;			/* kernel_stack's event id, -1 until known */
 	struct cpu_pages *cpus;
 };
@@ -158,16 +158,14 @@ static int format_id(const char *text)
 
 int tracedat_add_format(struct tracedat *t, const char *system, const char *text)
 {
-	struct format *a = reallocarray(t->formats, t->nr_formats + 1, sizeof(*a));
 	struct format *f;
 
 	assert(system);
 	assert(text);
 
-	if (!a)
+	if (GREEDY_REALLOC(t->formats, t->cap_formats, t->nr_formats + 1) < 0)
 		return -ENOMEM;
-	t->formats = a;
-	f = &a[t->nr_formats];
+	f = &t->formats[t->nr_formats];
 	f->system = strdup(system);
 	f->text = strdup(text);
 	if (!f->system || !f->text) {

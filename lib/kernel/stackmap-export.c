@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "stackmap-export.h"
 #include "util.h"
 
@@ -22,20 +23,15 @@
 #define MAX_DEPTH 1024
 #define TEXT_MAX_LINE 4096
 
-static uint32_t get32(const uint8_t *p, bool swap)
+/* A field of the image, in the writer's byte order (big: big-endian), which its magic tells. */
+static uint32_t get32(const uint8_t *p, bool big)
 {
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return swap ? __builtin_bswap32(v) : v;
+	return big ? get_be32(p) : get_le32(p);
 }
 
-static uint64_t get64(const uint8_t *p, bool swap)
+static uint64_t get64(const uint8_t *p, bool big)
 {
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return swap ? __builtin_bswap64(v) : v;
+	return big ? get_be64(p) : get_le64(p);
 }
 
 static int snap_add(struct stackmap_export *sn, uint32_t id, uint32_t refs, uint32_t nr, size_t off)
@@ -81,7 +77,7 @@ static int snap_sort(struct stackmap_export *sn, bool sorted)
 int stackmap_export_parse_bin(struct stackmap_export *sn, const uint8_t *p, size_t len, uint32_t id_limit)
 {
 	uint32_t count, prev = 0;
-	bool swap, sorted = true;
+	bool big, sorted = true;
 	size_t off = BIN_HDR_SIZE;
 	int r;
 
@@ -91,15 +87,15 @@ int stackmap_export_parse_bin(struct stackmap_export *sn, const uint8_t *p, size
 	snap_reset(sn, false);
 	if (len < BIN_HDR_SIZE)
 		return -EBADMSG;
-	if (get32(p, false) == BIN_MAGIC)
-		swap = false;
-	else if (get32(p, true) == BIN_MAGIC)
-		swap = true;
+	if (get_le32(p) == BIN_MAGIC)
+		big = false;
+	else if (get_be32(p) == BIN_MAGIC)
+		big = true;
 	else
 		return -EBADMSG;
-	if (get32(p + 4, swap) != BIN_VERSION)
+	if (get32(p + 4, big) != BIN_VERSION)
 		return -EPROTONOSUPPORT;
-	count = get32(p + 8, swap);
+	count = get32(p + 8, big);
 	if (count > STACKMAP_MAX_IDS)
 		return -EBADMSG;
 
@@ -109,9 +105,9 @@ int stackmap_export_parse_bin(struct stackmap_export *sn, const uint8_t *p, size
 
 		if (len - off < BIN_ENTRY_SIZE)
 			return -EBADMSG;
-		id = get32(p + off, swap);
-		nr = get32(p + off + 4, swap);
-		refs = get32(p + off + 8, swap);
+		id = get32(p + off, big);
+		nr = get32(p + off + 4, big);
+		refs = get32(p + off + 8, big);
 		off += BIN_ENTRY_SIZE;
 		if (id >= id_limit || nr == 0 || nr > MAX_DEPTH ||
 		    (len - off) / sizeof(uint64_t) < nr)
@@ -124,7 +120,7 @@ int stackmap_export_parse_bin(struct stackmap_export *sn, const uint8_t *p, size
 		if (r < 0)
 			return r;
 		for (uint32_t i = 0; i < nr; i++) {
-			uint64_t ip = get64(p + off, swap);
+			uint64_t ip = get64(p + off, big);
 
 			memcpy(sn->data.data + sn->data.len, &ip, sizeof(ip));
 			sn->data.len += sizeof(ip);

@@ -15,53 +15,7 @@
 
 #include "frame-columns-internal.h"
 
-/* ---- hashing and dictionaries ---- */
-
-static inline uint64_t hash_key(uint64_t v)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdULL;
-	v ^= v >> 33;
-	return v;
-}
-
-static inline uint64_t mix(uint64_t h, uint64_t v)
-{
-	h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
-	return h ^ (h >> 29);
-}
-
-/*
- * Hash n bytes at p into h. The last partial word is read as the 8 bytes
- * that end at p + n, which may start up to 7 bytes before p: callers hash
- * payload bytes only, and every payload follows a page and an event header.
- */
-static inline uint64_t hash_more(uint64_t h, const uint8_t *p, size_t n)
-{
-	uint64_t a, b;
-
-	for (; n >= 16; p += 16, n -= 16) {
-		memcpy(&a, p, 8);
-		memcpy(&b, p + 8, 8);
-		h = mix(h, a ^ (b << 23 | b >> 41));
-	}
-	if (n >= 8) {
-		memcpy(&a, p, 8);
-		h = mix(h, a);
-		p += 8;
-		n -= 8;
-	}
-	if (n) {
-		memcpy(&a, p + n - 8, 8);
-		h = mix(h, a >> (64 - 8 * n) ^ (uint64_t)n << 59);
-	}
-	return h;
-}
-
-static uint64_t blob_hash(const uint8_t *p, size_t n)
-{
-	return hash_key(hash_more(0xcbf29ce484222325ULL ^ n, p, n));
-}
+/* ---- hashing (lib/base/hashtab.h) and dictionaries ---- */
 
 /*
  * A fresh dictionary for up to n values. Returns 0 or -ENOMEM.
@@ -99,7 +53,7 @@ static int dict_start(struct frame_columns *fc, size_t n)
 static uint32_t dict_find(struct frame_columns *fc, uint64_t key, const uint8_t *frame,
 			  uint32_t off, uint32_t len, bool blob, uint32_t *next)
 {
-	size_t mask = fc->nr_slots - 1, i = hash_key(key) & mask;
+	size_t mask = fc->nr_slots - 1, i = hash_u64(key) & mask;
 
 	for (;; i = (i + 1) & mask) {
 		struct fc_slot *s = &fc->slots[i];
@@ -177,7 +131,7 @@ static int count_distinct(struct frame_columns *fc, const struct col_ref *c, uin
 
 		col_value(c, col_ent(c, i), &off, &len);
 		if (c->blob)
-			(void)dict_find(fc, blob_hash(c->frame + off, len), c->frame, off, len, true, &next);
+			(void)dict_find(fc, hash_bytes(c->frame + off, len), c->frame, off, len, true, &next);
 		else
 			(void)dict_find(fc, fc_get(c->frame + off, c->size), c->frame, 0, 0, false, &next);
 	}
@@ -204,7 +158,7 @@ static int choose(struct frame_columns *fc, const struct col_ref *c, uint8_t *re
 		cost[FC_T_RAW] += len;
 		before = next;
 		if (c->blob) {
-			idx = dict_find(fc, blob_hash(c->frame + off, len), c->frame, off, len, true, &next);
+			idx = dict_find(fc, hash_bytes(c->frame + off, len), c->frame, off, len, true, &next);
 			cost[FC_T_DICT] += fc_varint_len(idx) + (next != before ? len : 0);
 			continue;
 		}
@@ -252,7 +206,7 @@ static int encode_column(struct frame_columns *fc, const struct col_ref *c, uint
 			o->len += len;
 			continue;
 		}
-		v = c->blob ? blob_hash(c->frame + off, len) : fc_get(c->frame + off, c->size);
+		v = c->blob ? hash_bytes(c->frame + off, len) : fc_get(c->frame + off, c->size);
 		switch (t) {
 		case FC_T_VARINT:
 			fc_vput(o, int_literal(c, v));
@@ -443,19 +397,20 @@ int fc_encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned int 
 static uint64_t tpl_hash(const uint8_t *frame, const struct fc_format *f, const struct fc_ent *e)
 {
 	const uint8_t *p = frame + e->off;
-	uint64_t h = mix((uint64_t)e->k << 8 | e->type_len, (uint64_t)e->arr + 1);
+	uint64_t h = hash_fnv1a_step(HASH_FNV1A_BASIS, (uint64_t)e->k << 8 | e->type_len);
 
+	h = hash_fnv1a_step(h, (uint64_t)e->arr + 1);
 	for (unsigned int i = 0; i < f->nr_rng; i++)
-		h = hash_more(h, p + f->rng[i].off, f->rng[i].len);
+		h = hash_bytes_more(h, p + f->rng[i].off, f->rng[i].len);
 	if (f->tail_tpl)
-		h = hash_more(h, p + f->fixed, e->dlen - f->fixed);
-	return h;
+		h = hash_bytes_more(h, p + f->fixed, e->dlen - f->fixed);
+	return hash_end(h);
 }
 
 /*
  * Whether n bytes at a and b are equal. A last partial word is read as the
- * 8 bytes that end at a + n and b + n, as hash_more() does: the ranges
- * compared are payload bytes, which follow a page and an event header.
+ * 8 bytes that end at a + n and b + n: the ranges compared are payload
+ * bytes, which follow a page and an event header.
  * Template ranges are a few words long, shorter than memcmp's set-up.
  */
 static inline bool bytes_equal(const uint8_t *a, const uint8_t *b, size_t n)

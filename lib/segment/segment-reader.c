@@ -606,20 +606,10 @@ static int scan_seek(struct segment_reader *r)
 		if (h.type == SEGMENT_REC_INDEX)
 			break;
 		if (h.type == SEGMENT_REC_PAGES) {
-			if (r->nr_scan == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct segment_seek *n;
-
-				k = budget_charge(&r->charged, (ncap - cap) * sizeof(*n),
+			k = BUDGET_GREEDY_REALLOC(&r->charged, r->scan, cap, r->nr_scan + 1,
 						  "the frame table");
-				if (k < 0)
-					return k;
-				n = realloc(r->scan, ncap * sizeof(*n));
-				if (!n)
-					return -ENOMEM;
-				r->scan = n;
-				cap = ncap;
-			}
+			if (k < 0)
+				return k;
 			r->scan[r->nr_scan++] = (struct segment_seek){
 				.cpu = h.cpu, .offset = off, .first_ts = 0, .last_ts = UINT64_MAX,
 			};

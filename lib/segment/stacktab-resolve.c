@@ -224,10 +224,8 @@ static int cpu_state(struct stacktab *t, uint32_t cpu, struct cpu_state **ret)
 {
 	if (cpu >= STACKTAB_MAX_CPUS)
 		return -EINVAL;
-	if (cpu >= t->nr_cpus &&
-	    budget_charge(&t->charged, (cpu + 1 - t->nr_cpus) * sizeof(*t->cpus), "the stack table") < 0)
-		return -ENOMEM;
-	if (GREEDY_REALLOC0(t->cpus, t->nr_cpus, (size_t)cpu + 1) < 0)
+	if (BUDGET_GREEDY_REALLOC0(&t->charged, t->cpus, t->nr_cpus, (size_t)cpu + 1,
+				   "the stack table") < 0)
 		return -ENOMEM;
 	*ret = &t->cpus[cpu];
 	return 0;

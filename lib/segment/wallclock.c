@@ -26,34 +26,24 @@ void wallclock_pair_encode(const struct wallclock_pair *p, uint8_t out[WALLCLOCK
 	put_le64(out + 16, p->boottime);
 }
 
-int wallclock_pairs_decode(const void *buf, size_t len, struct wallclock_pair **pairs, size_t *n)
+int wallclock_pairs_decode(const void *buf, size_t len, struct wallclock_pair **pairs, size_t *n,
+			   size_t *cap)
 {
 	const uint8_t *b = buf;
 	size_t k = len / WALLCLOCK_PAIR_SIZE;
-	struct wallclock_pair *a;
-
-	size_t cap = 4;
 
 	assert(buf || len == 0);
 	assert(pairs);
 	assert(n);
+	assert(cap);
 
 	if (!len || len % WALLCLOCK_PAIR_SIZE)
 		return -EBADMSG;
-	/* the capacity is implied by *n (a power of two): many small records grow it in O(n) */
-	while (cap < *n)
-		cap *= 2;
-	a = *pairs;
-	if (!a || *n + k > cap) {
-		while (cap < *n + k)
-			cap *= 2;
-		a = reallocarray(*pairs, cap, sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-	}
+	if (GREEDY_REALLOC(*pairs, *cap, *n + k) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < k; i++, b += WALLCLOCK_PAIR_SIZE)
-		a[*n + i] = (struct wallclock_pair){ get_le64(b), get_le64(b + 8), get_le64(b + 16) };
-	*pairs = a;
+		(*pairs)[*n + i] = (struct wallclock_pair){ get_le64(b), get_le64(b + 8),
+							   get_le64(b + 16) };
 	*n += k;
 	return (int)k;
 }

@@ -31,12 +31,12 @@ void wallclock_pair_encode(const struct wallclock_pair *p, uint8_t out[WALLCLOCK
 
 /*
  * Append the pairs of a CLOCK payload to the array *pairs of *n entries
- * (grown; NULL or an array this function grew: its capacity is the power
- * of two implied by *n, so many small records cost linear time). Returns
- * the number added, -EBADMSG (length not a multiple of 24, or empty) or
- * -ENOMEM.
+ * with room for *cap (grown with GREEDY_REALLOC(), so many small records
+ * cost linear time; *pairs is the caller's). Returns the number added,
+ * -EBADMSG (length not a multiple of 24, or empty) or -ENOMEM.
  */
-int wallclock_pairs_decode(const void *buf, size_t len, struct wallclock_pair **pairs, size_t *n);
+int wallclock_pairs_decode(const void *buf, size_t len, struct wallclock_pair **pairs, size_t *n,
+			   size_t *cap);
 
 /* Sort pairs by trace clock and drop exact duplicates. Returns the new count. */
 size_t wallclock_pairs_sort(struct wallclock_pair *pairs, size_t n);

@@ -17,16 +17,16 @@ static void test_codec(void)
 {
 	struct wallclock_pair in[2] = { { 1, 2, 3 }, { UINT64_MAX, 1ull << 40, 7 } }, *out = NULL;
 	uint8_t buf[2 * WALLCLOCK_PAIR_SIZE];
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 
 	wallclock_pair_encode(&in[0], buf);
 	wallclock_pair_encode(&in[1], buf + WALLCLOCK_PAIR_SIZE);
 	CHECK(buf[0] == 1 && buf[8] == 2 && buf[16] == 3);	/* little endian */
-	CHECK(wallclock_pairs_decode(buf, sizeof(buf), &out, &n) == 2);
+	CHECK(wallclock_pairs_decode(buf, sizeof(buf), &out, &n, &cap) == 2);
 	CHECK(n == 2 && out[1].trace == UINT64_MAX && out[1].realtime == 1ull << 40);
-	CHECK(wallclock_pairs_decode(buf, sizeof(buf) - 1, &out, &n) == -EBADMSG);
-	CHECK(wallclock_pairs_decode(buf, 0, &out, &n) == -EBADMSG);
-	CHECK(wallclock_pairs_decode(buf, WALLCLOCK_PAIR_SIZE, &out, &n) == 1 && n == 3);
+	CHECK(wallclock_pairs_decode(buf, sizeof(buf) - 1, &out, &n, &cap) == -EBADMSG);
+	CHECK(wallclock_pairs_decode(buf, 0, &out, &n, &cap) == -EBADMSG);
+	CHECK(wallclock_pairs_decode(buf, WALLCLOCK_PAIR_SIZE, &out, &n, &cap) == 1 && n == 3);
 	CHECK(wallclock_pairs_sort(out, n) == 2);	/* the duplicate goes */
 	CHECK(out[0].trace == 1 && out[1].trace == UINT64_MAX);
 	free(out);
