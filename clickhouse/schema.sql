@@ -24,6 +24,10 @@
 -- them loaded again later, still counts for the others, and no longer for
 -- that one.
 --
+-- Everything is created only if it does not exist: to replace the views
+-- of an older schema (which kept rows by load_id alone), drop them first
+-- (DROP TABLE IF EXISTS stackmapd.events_committed, and losses_committed).
+--
 -- Times: ts is the trace clock (ns, as recorded); wall_ns, begin_ns,
 -- end_ns, loaded_ns are CLOCK_REALTIME in ns (0: not known). `time` in the
 -- views is wall_ns in seconds as a DateTime.
