@@ -18,7 +18,15 @@
 -- that inserted it, and counts only once that load's loads row exists
 -- (inserted last, after everything else reached the shards); a segment
 -- loaded twice counts with its latest committed load only. Rows of a load
--- that never committed (the loader died) are never counted.
+-- that never committed (the loader died) are never counted. A row counts
+-- when its whole key (host, boot_id, recording_id, segment_seq, load_id)
+-- is the latest load of its segment: a load of several segments, one of
+-- them loaded again later, still counts for the others, and no longer for
+-- that one.
+--
+-- Everything is created only if it does not exist: to replace the views
+-- of an older schema (which kept rows by load_id alone), drop them first
+-- (DROP TABLE IF EXISTS stackmapd.events_committed, and losses_committed).
 --
 -- Times: ts is the trace clock (ns, as recorded); wall_ns, begin_ns,
 -- end_ns, loaded_ns are CLOCK_REALTIME in ns (0: not known). `time` in the
@@ -109,15 +117,17 @@ CREATE VIEW IF NOT EXISTS stackmapd.events_committed AS
 SELECT host, boot_id, recording_id, segment_seq, load_id, kernel, cpu, pid, comm, system,
 	event, ts, wall_ns, stack_key, entries, toDateTime(intDiv(wall_ns, 1000000000)) AS time
 FROM stackmapd.events
-WHERE load_id IN (SELECT argMax(load_id, loaded_ns) FROM stackmapd.loads
-		  GROUP BY host, boot_id, recording_id, segment_seq);
+WHERE (host, boot_id, recording_id, segment_seq, load_id) IN
+	(SELECT host, boot_id, recording_id, segment_seq, argMax(load_id, loaded_ns)
+	 FROM stackmapd.loads GROUP BY host, boot_id, recording_id, segment_seq);
 
 CREATE VIEW IF NOT EXISTS stackmapd.losses_committed AS
 SELECT host, boot_id, recording_id, segment_seq, load_id, cpu, lost, lost_unknown,
 	begin_ns, end_ns, begin_ts, end_ts, toDateTime(intDiv(begin_ns, 1000000000)) AS time
 FROM stackmapd.losses
-WHERE load_id IN (SELECT argMax(load_id, loaded_ns) FROM stackmapd.loads
-		  GROUP BY host, boot_id, recording_id, segment_seq);
+WHERE (host, boot_id, recording_id, segment_seq, load_id) IN
+	(SELECT host, boot_id, recording_id, segment_seq, argMax(load_id, loaded_ns)
+	 FROM stackmapd.loads GROUP BY host, boot_id, recording_id, segment_seq);
 
 CREATE TABLE IF NOT EXISTS stackmapd.events_in AS stackmapd.events
 ENGINE = Distributed(stackmapd, stackmapd, events, sipHash64(host));

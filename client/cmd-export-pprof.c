@@ -164,13 +164,18 @@ static int add_losses(struct ctx *c)
 {
 	for (size_t i = 0; i < c->tally.nr_segs; i++) {
 		const struct segtally_segment *seg = &c->tally.segs[i];
-		struct segtally_loss l;
+		_cleanup_free_ struct segtally_loss *ls = NULL;
+		size_t nr;
+		int r;
 
-		for (size_t k = 0; segtally_loss(seg, k, &l) == 0; k++) {
+		r = segtally_losses(seg, &ls, &nr);
+		if (r < 0)
+			return r;
+		for (size_t k = 0; k < nr; k++) {
+			const struct segtally_loss l = ls[k];
 			/* a loss the kernel did not count is at least one event */
 			uint64_t n = l.lost + l.lost_unknown, start;
 			bool found = false;
-			int r;
 
 			if (!c->o->slice_ns) {
 				struct profile *prof;

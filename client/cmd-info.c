@@ -57,6 +57,7 @@ struct cpu_stat {
 	uint64_t last_ts;
 	uint64_t lost;
 	uint64_t lost_unknown;	/* pages whose missed events were not counted by the kernel */
+	uint64_t write_lost;	/* dropped by a write outage, from STATS */
 	uint64_t raw_bytes;
 	uint64_t stored_bytes;
 };
@@ -233,6 +234,36 @@ static int keep_note(struct info *in, const void *data, size_t len)
 	return 0;
 }
 
+/*
+ * The events a write outage of the device dropped, from a CPU's STATS
+ * record that says so (doc/segment-format.md, "Write loss"). The index of
+ * an intact segment counts them in its lost events already; a recovered
+ * segment's figures come from its pages, which never held these events.
+ */
+static int count_write_loss(struct info *in, const struct segment_record *rec)
+{
+	struct segment_meta m = {};
+	struct cpu_stat *c;
+	uint64_t n = 0;
+	int k;
+
+	if (rec->cpu == SEGMENT_NO_CPU)
+		return 0;
+	k = segment_meta_parse(&m, rec->data, rec->len);
+	if (k >= 0)
+		(void)segment_meta_u64(&m, "write_dropped_events", &n);
+	segment_meta_done(&m);
+	if (k < 0)
+		return k;
+	if (!n)
+		return 0;
+	c = cpu_get(in, rec->cpu);
+	if (!c)
+		return -ENOMEM;
+	c->write_lost += n;
+	return 0;
+}
+
 static int info_record(struct info *in, const struct segment_record *rec)
 {
 	struct cpu_stat *c;
@@ -296,6 +327,8 @@ static int info_record(struct info *in, const struct segment_record *rec)
 		return 0;
 	case SEGMENT_REC_NOTE:
 		return keep_note(in, rec->data, rec->len);
+	case SEGMENT_REC_STATS:
+		return count_write_loss(in, rec);
 	default:
 		return 0;
 	}
@@ -343,7 +376,10 @@ static int info_load(struct info *in)
 	 * the damage count: then the figures come from the pages read.
 	 */
 	in->scan = !idx || (idx->flags & SEGMENT_INDEX_F_TRUNCATED) || idx->nr_cpus == 0 || k < 0;
-	if (!in->scan) {
+	if (in->scan) {
+		for (size_t i = 0; i < in->n_cpus; i++)
+			in->cpus[i].lost += in->cpus[i].write_lost;
+	} else {
 		for (uint32_t i = 0; i < idx->nr_cpus; i++) {
 			const struct segment_cpu_index *x = &idx->cpus[i];
 			struct cpu_stat *c = cpu_get(in, x->cpu);

@@ -25,13 +25,21 @@ bool rotation_due(const struct rotation_policy *p, uint64_t size, uint64_t age_u
 uint64_t rotation_age_left(const struct rotation_policy *p, uint64_t age_usec);
 
 /*
- * Retention: sizes[0..n) are the finished segments, oldest first;
- * current_size is the segment being written (never deleted, but it counts
- * toward max_size and max_segments); fs_total/fs_free describe the file
- * system (bytes). Returns how many of the oldest segments to delete so that
- * every limit holds, as far as deleting finished segments can make it hold.
+ * Retention: sizes[0..n) are the finished segments, oldest first, and
+ * frees[0..n) what deleting each really frees (borrowed; NULL: sizes[i]),
+ * 0 for a file with another link (the uploader's spool); current_size is
+ * the segment being written (never deleted, but it counts toward max_size
+ * and max_segments); fs_total/fs_free describe the file system (bytes).
+ * Sets ret_delete[0..n) to the segments to delete so that every limit
+ * holds, as far as deleting finished segments can make it hold, and
+ * returns how many they are. max_size and max_segments delete the oldest.
+ * For keep_free_percent only what is freed counts: the oldest segments
+ * that free space go first, and segments with another link only when
+ * those are not enough (oldest first, as many as their sizes cover: the
+ * uploader frees them then). Without links, the oldest go first.
  */
-size_t rotation_retention(const struct rotation_policy *p, const uint64_t *sizes, size_t n,
-			  uint64_t current_size, uint64_t fs_total, uint64_t fs_free);
+size_t rotation_retention_select(const struct rotation_policy *p, const uint64_t *sizes,
+				 const uint64_t *frees, size_t n, uint64_t current_size,
+				 uint64_t fs_total, uint64_t fs_free, bool *ret_delete);
 
 #endif

@@ -175,11 +175,18 @@ int ch_export_add(struct ch_export *c, const struct sample *s)
 /* The segment's rows of the losses table; adds what it lost to *ret_lost. */
 static int put_losses(struct ch_export *c, const struct segtally_segment *seg, uint64_t *ret_lost)
 {
-	struct segtally_loss l;
+	_cleanup_free_ struct segtally_loss *ls = NULL;
 	FILE *f = c->f.losses;
+	size_t n;
+	int r;
 
 	*ret_lost = 0;
-	for (size_t i = 0; segtally_loss(seg, i, &l) == 0; i++) {
+	r = segtally_losses(seg, &ls, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		const struct segtally_loss *l = &ls[i];
+
 		put_field(f, seg->host);
 		fputc('\t', f);
 		put_field(f, seg->boot_id);
@@ -188,9 +195,9 @@ static int put_losses(struct ch_export *c, const struct segtally_segment *seg, u
 		fprintf(f,
 			"\t%" PRIu64 "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 			"\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
-			seg->seq, c->load_id, l.cpu, l.lost, l.lost_unknown, l.first_wall,
-			l.last_wall, l.first_ts, l.last_ts);
-		*ret_lost += l.lost;
+			seg->seq, c->load_id, l->cpu, l->lost, l->lost_unknown, l->first_wall,
+			l->last_wall, l->first_ts, l->last_ts);
+		*ret_lost += l->lost;
 	}
 	return file_error(f);
 }

@@ -2,7 +2,9 @@
 /*
  * Per-segment tallies of samples (segtally.h). A sample finds its segment
  * by its origin's serial, remembered on first sight by the path; the last
- * hit is tried first, since samples come in runs of one segment.
+ * hit is tried first, since samples come in runs of one segment. A
+ * segment's CPUs are kept sorted, so that a sample finds its CPU and a
+ * loss row its tally by binary search: segments of thousands of CPUs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +34,49 @@ void segtally_done(struct segtally *t)
 	*t = (struct segtally){};
 }
 
+static struct segtally_cpu *cpu_of(struct segtally_segment *seg, unsigned int cpu);
+
+/*
+ * The events a write outage of the device dropped, from the STATS records
+ * that say so (doc/segment-format.md, "Write loss"): for a segment whose
+ * index lost its figures (recovered after a crash), where the index would
+ * have counted them. Reads every record but the pages' payloads.
+ */
+static int read_write_loss(struct segtally_segment *s, struct segment_reader *rd)
+{
+	struct segment_record rec;
+	int r;
+
+	segment_reader_skip_pages(rd, true);
+	while ((r = segment_reader_next(rd, &rec)) > 0) {
+		struct segment_meta m = {};
+		struct segtally_cpu *c;
+		uint64_t n = 0, first = 0, last = 0;
+
+		if (rec.type != SEGMENT_REC_STATS || rec.cpu == SEGMENT_NO_CPU)
+			continue;
+		r = segment_meta_parse(&m, rec.data, rec.len);
+		if (r >= 0 && segment_meta_u64(&m, "write_dropped_events", &n) == 0 && n) {
+			(void)segment_meta_u64(&m, "write_dropped_first_ts", &first);
+			(void)segment_meta_u64(&m, "write_dropped_last_ts", &last);
+		}
+		segment_meta_done(&m);
+		if (r < 0)
+			return r;
+		if (!n)
+			continue;
+		c = cpu_of(s, rec.cpu);
+		if (!c)
+			return -ENOMEM;
+		c->write_lost += n;
+		if (first && (!c->write_first_ts || first < c->write_first_ts))
+			c->write_first_ts = first;
+		c->write_last_ts = MAX(c->write_last_ts, last);
+	}
+	/* damage after what was read: the export reading the pages reports it */
+	return r == -EBADMSG ? 0 : r;
+}
+
 /* The META and intact index of the segment at s->path. */
 static int read_segment(struct segtally_segment *s)
 {
@@ -58,14 +103,14 @@ static int read_segment(struct segtally_segment *s)
 	s->kernel = segment_meta_get(&s->meta, "kernel_release") ?: "";
 	s->bytes = segment_reader_file_size(rd);
 	idx = segment_reader_index(rd);
-	/* a recovered segment's index lost its figures: its pages say what was lost */
-	if (idx && idx->nr_cpus && !(idx->flags & SEGMENT_INDEX_F_TRUNCATED)) {
-		s->index = calloc(idx->nr_cpus, sizeof(*s->index));
-		if (!s->index)
-			return -ENOMEM;
-		memcpy(s->index, idx->cpus, idx->nr_cpus * sizeof(*s->index));
-		s->nr_index = idx->nr_cpus;
-	}
+	/* a recovered segment's index lost its figures: its pages and STATS say what was lost */
+	if (!idx || !idx->nr_cpus || (idx->flags & SEGMENT_INDEX_F_TRUNCATED))
+		return read_write_loss(s, rd);
+	s->index = calloc(idx->nr_cpus, sizeof(*s->index));
+	if (!s->index)
+		return -ENOMEM;
+	memcpy(s->index, idx->cpus, idx->nr_cpus * sizeof(*s->index));
+	s->nr_index = idx->nr_cpus;
 	return 0;
 }
 
@@ -110,15 +155,46 @@ static struct segtally_segment *segment_of(struct segtally *t, const struct samp
 	return NULL;
 }
 
+/* The entry of cpu in seg->cpus (sorted by CPU), or where it would go. */
+static size_t cpu_pos(const struct segtally_segment *seg, uint32_t cpu)
+{
+	size_t lo = 0, hi = seg->nr_cpus;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (seg->cpus[mid].cpu < cpu)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The tally of cpu, added if new. A binary search: a segment of thousands
+ * of CPUs costs a few comparisons per sample, not a scan of them all.
+ */
 static struct segtally_cpu *cpu_of(struct segtally_segment *seg, unsigned int cpu)
 {
-	for (size_t i = 0; i < seg->nr_cpus; i++)
-		if (seg->cpus[i].cpu == cpu)
-			return &seg->cpus[i];
+	struct segtally_cpu *a;
+	size_t i;
+
+	if (seg->last_cpu < seg->nr_cpus && seg->cpus[seg->last_cpu].cpu == cpu)
+		return &seg->cpus[seg->last_cpu];
+	i = cpu_pos(seg, cpu);
+	if (i < seg->nr_cpus && seg->cpus[i].cpu == cpu) {
+		seg->last_cpu = i;
+		return &seg->cpus[i];
+	}
 	if (GREEDY_REALLOC(seg->cpus, seg->cap_cpus, seg->nr_cpus + 1) < 0)
 		return NULL;
-	seg->cpus[seg->nr_cpus] = (struct segtally_cpu){ .cpu = cpu, .first_ts = UINT64_MAX };
-	return &seg->cpus[seg->nr_cpus++];
+	a = seg->cpus;
+	memmove(&a[i + 1], &a[i], (seg->nr_cpus - i) * sizeof(*a));
+	a[i] = (struct segtally_cpu){ .cpu = cpu, .first_ts = UINT64_MAX };
+	seg->nr_cpus++;
+	seg->last_cpu = i;
+	return &a[i];
 }
 
 static void span_add(uint64_t *first, uint64_t *last, uint64_t v)
@@ -157,37 +233,60 @@ int segtally_add(struct segtally *t, const struct sample *s, unsigned int entrie
 	return 0;
 }
 
-int segtally_loss(const struct segtally_segment *seg, size_t i, struct segtally_loss *ret)
+/* The loss row of cpu (its index line x, NULL without an index), whose tally is t or NULL. */
+static struct segtally_loss loss_of(const struct segtally_segment *seg, uint32_t cpu,
+				    const struct segment_cpu_index *x, const struct segtally_cpu *t)
 {
-	const bool by_index = seg->index != NULL;
-	size_t n = by_index ? seg->nr_index : seg->nr_cpus;
+	static const struct segtally_cpu none = { .first_ts = UINT64_MAX };
+	struct segtally_loss l;
 
-	for (size_t k = 0; k < n; k++) {
-		uint32_t cpu = by_index ? seg->index[k].cpu : seg->cpus[k].cpu;
-		struct segtally_cpu none = { .cpu = cpu, .first_ts = UINT64_MAX };
-		const struct segtally_cpu *x = &none;
+	if (!t)
+		t = &none;
+	l = (struct segtally_loss){
+		.cpu = cpu,
+		/* the index counts write outages itself; without it, their STATS do */
+		.lost = x ? x->lost_events : t->page_lost + t->write_lost,
+		.lost_unknown = t->page_lost_unknown,
+		.first_wall = t->first_wall ?: seg->first_wall,
+		.last_wall = t->first_wall ? t->last_wall : seg->last_wall,
+		.first_ts = x ? x->first_ts : t->first_ts,
+		.last_ts = x ? x->last_ts : t->last_ts,
+	};
+	if (l.first_ts == UINT64_MAX) {
+		/* no sample of this CPU: the span of what the outage dropped, if known */
+		l.first_ts = t->write_first_ts;
+		l.last_ts = t->write_last_ts;
+	}
+	return l;
+}
+
+int segtally_losses(const struct segtally_segment *seg, struct segtally_loss **ret,
+		    size_t *ret_n)
+{
+	_cleanup_free_ struct segtally_loss *a = NULL;
+	size_t n = seg->index ? seg->nr_index : seg->nr_cpus, k = 0;
+
+	if (n) {
+		a = calloc(n, sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct segment_cpu_index *x = seg->index ? &seg->index[i] : NULL;
+		const struct segtally_cpu *t = x ? NULL : &seg->cpus[i];
 		struct segtally_loss l;
 
-		for (size_t j = 0; j < seg->nr_cpus; j++)
-			if (seg->cpus[j].cpu == cpu)
-				x = &seg->cpus[j];
-		l = (struct segtally_loss){
-			.cpu = cpu,
-			.lost = by_index ? seg->index[k].lost_events : x->page_lost,
-			.lost_unknown = x->page_lost_unknown,
-			.first_wall = x->first_wall ?: seg->first_wall,
-			.last_wall = x->first_wall ? x->last_wall : seg->last_wall,
-			.first_ts = by_index ? seg->index[k].first_ts : x->first_ts,
-			.last_ts = by_index ? seg->index[k].last_ts : x->last_ts,
-		};
-		if (l.first_ts == UINT64_MAX)
-			l.first_ts = l.last_ts = 0;
-		if (!l.lost && !l.lost_unknown)
-			continue;
-		if (i-- == 0) {
-			*ret = l;
-			return 0;
+		if (x) {
+			size_t j = cpu_pos(seg, x->cpu);
+
+			if (j < seg->nr_cpus && seg->cpus[j].cpu == x->cpu)
+				t = &seg->cpus[j];
 		}
+		l = loss_of(seg, x ? x->cpu : t->cpu, x, t);
+		if (l.lost || l.lost_unknown)
+			a[k++] = l;
 	}
-	return -ENOENT;
+	*ret = steal_ptr(a);
+	*ret_n = k;
+	return 0;
 }

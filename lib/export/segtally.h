@@ -6,7 +6,8 @@
  * the events each CPU lost. Losses come from the segment's index when it
  * is intact (the kernel's count, buffer-full drops and write outages
  * included: what `stackmapctl info` shows), else from the page headers
- * of its samples. Samples of consecutive segments interleave, so the
+ * of its samples and the STATS records of a write outage (as info counts
+ * them too). Samples of consecutive segments interleave, so the
  * tally is read once every sample is in.
  */
 #ifndef STACKMAPD_SEGTALLY_H
@@ -24,6 +25,9 @@ struct segtally_cpu {
 	uint64_t first_wall, last_wall;	/* 0: no sample with a wall-clock time */
 	uint64_t page_lost;		/* events lost, counted in page headers */
 	uint64_t page_lost_unknown;	/* losses the kernel did not count */
+	/* dropped by a write outage, from STATS (segments without an intact index only) */
+	uint64_t write_lost;
+	uint64_t write_first_ts, write_last_ts;	/* their trace-clock span, 0: unknown */
 };
 
 struct segtally_segment {
@@ -36,8 +40,9 @@ struct segtally_segment {
 	uint32_t nr_index;
 	uint64_t rows, entries;		/* samples, and the ring-buffer entries they stand for */
 	uint64_t first_wall, last_wall;
-	struct segtally_cpu *cpus;
+	struct segtally_cpu *cpus;	/* sorted by cpu */
 	size_t nr_cpus, cap_cpus;
+	size_t last_cpu;		/* the CPU looked up last */
 };
 
 /* One CPU's losses in a segment. */
@@ -74,9 +79,11 @@ int segtally_add(struct segtally *t, const struct sample *s, unsigned int entrie
 		 struct segtally_segment **ret);
 
 /*
- * The i-th CPU (from 0) of seg with losses into *ret. Returns 0, or
- * -ENOENT after the last one.
+ * The CPUs of seg with losses, in one pass: index order when it has an
+ * intact index, else by CPU. *ret (NULL when *ret_n is 0) is the caller's
+ * to free. Returns 0 or -ENOMEM.
  */
-int segtally_loss(const struct segtally_segment *seg, size_t i, struct segtally_loss *ret);
+int segtally_losses(const struct segtally_segment *seg, struct segtally_loss **ret,
+		    size_t *ret_n);
 
 #endif

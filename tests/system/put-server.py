@@ -8,7 +8,11 @@ renamed once the whole body arrived, so an upload cut short leaves
 nothing) and appended to LOG as "PATH SIZE SHA256" after the rename. With
 TOKEN, a request without "Authorization: Bearer TOKEN" gets 401. A PUT
 whose path holds one of the comma-separated strings of the environment
-variable PUT_REFUSE gets 413 (Payload Too Large), a refusal for good.
+variable PUT_REFUSE gets 413 (Payload Too Large), a refusal for good; so
+does one whose body is larger than PUT_MAX_BODY bytes (as nginx's
+client_max_body_size: 1m by default). While the file PUT_FAIL_FILE exists,
+every PUT gets 503 (Service Unavailable). Refusals are logged as
+"PATH CODE".
 """
 import hashlib
 import http.server
@@ -18,6 +22,8 @@ import sys
 root, port, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 token = sys.argv[4] if len(sys.argv) > 4 else None
 refuse = [r for r in os.environ.get("PUT_REFUSE", "").split(",") if r]
+max_body = int(os.environ.get("PUT_MAX_BODY", "0") or 0)
+fail_file = os.environ.get("PUT_FAIL_FILE", "")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -28,16 +34,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if token and self.headers.get("Authorization") != "Bearer " + token:
             self.send_error(401)
             return
-        if any(r in self.path for r in refuse):
-            left = int(self.headers.get("Content-Length", "0"))
-            while left > 0:
-                data = self.rfile.read(min(left, 65536))
-                if not data:
-                    break
-                left -= len(data)
-            with open(log, "a") as f:
-                f.write("%s refused\n" % self.path.lstrip("/"))
-            self.send_error(413)
+        length = int(self.headers.get("Content-Length", "0"))
+        if fail_file and os.path.exists(fail_file):
+            self.refuse(503, length)
+            return
+        if any(r in self.path for r in refuse) or (max_body and length > max_body):
+            self.refuse(413, length)
             return
         rel = os.path.normpath(self.path.lstrip("/"))
         if rel.startswith("..") or "Content-Length" not in self.headers:
@@ -64,6 +66,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(201)
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+    def refuse(self, code, left):
+        """Answer code after reading the body, and log it."""
+        while left > 0:
+            data = self.rfile.read(min(left, 65536))
+            if not data:
+                break
+            left -= len(data)
+        with open(log, "a") as f:
+            f.write("%s %s\n" % (self.path.lstrip("/"), "refused" if code == 413 else code))
+        self.send_error(code)
 
     def log_message(self, fmt, *args):
         pass

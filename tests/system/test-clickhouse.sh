@@ -7,14 +7,21 @@
 # Debian clickhouse-server processes on 127.0.0.1, the two shards of the
 # schema's cluster. Then:
 #   - the damaged segment is set aside with a log line, the others moved
-#     to the archive;
+#     to the archive; so is a segment that verify passes and export
+#     refuses (FILE records beyond the readers' budget), and the good
+#     segments of its batch load;
 #   - per host, the events (ring-buffer entries) and the lost events in
 #     ClickHouse equal `stackmapctl info` on the same files, and each
 #     shard holds some hosts;
 #   - the top 10 stacks of kmem_cache_alloc in a wall-clock window equal
 #     `stackmapctl top` on the same files and window;
-#   - loading every segment again, and a load that stops before its
-#     commit, change no count;
+#   - after each of these, every host's entries and lost events still
+#     equal `stackmapctl info`: one segment of a batch loaded again
+#     (--force), a segment a device sent again, a loader stopped between
+#     its commit and moving the files, loading every segment again, and a
+#     load that stops before its commit;
+#   - a segment that verify cannot read (an I/O error) is left in incoming
+#     for the next run, not set aside;
 #   - every query of the cookbook in doc/fleet.md runs.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/system/lib-clickhouse.sh"
@@ -101,6 +108,12 @@ cp "$seg" "$bad"
 size=$(stat -c %s "$bad")
 printf 'DAMAGEDDAMAGEDDAMAGED' | dd of="$bad" bs=1 seek=$((size / 2)) conv=notrunc status=none
 "$STACKMAPCTL" verify "$bad" > /dev/null 2>&1 && fail "the damaged copy verifies"
+# a segment that verifies and that export refuses: FILE records beyond the
+# readers' memory budget; first in its batch, with two segments of fleet-a
+mkdir -p "$tmp/incoming/fleet-0"
+bomb=$tmp/incoming/fleet-0/00000001-20260101T000000.smseg
+cp "$top_srcdir/tests/fuzz/crashes/report/budget-file-bomb-16MiB-x33.smseg" "$bomb"
+"$STACKMAPCTL" verify "$bomb" > /dev/null || fail "the FILE bomb does not verify"
 
 # ---- the first load ----
 loader() {
@@ -113,9 +126,12 @@ grep -q "damaged segment '$bad' moved to '$tmp/damaged/fleet-a/${bad##*/}'" "$tm
 	fail "no log line about the damaged segment"
 [ -f "$tmp/damaged/fleet-a/${bad##*/}" ] && [ ! -e "$bad" ] && [ ! -e "$tmp/archive/fleet-a/${bad##*/}" ] ||
 	fail "the damaged segment was not set aside"
+grep -q "damaged segment '$bomb' moved to '$tmp/damaged/fleet-0/${bomb##*/}': export refuses it: .*FILE records" \
+	"$tmp/load1.log" || fail "no log line about the segment export refuses"
+[ -f "$tmp/damaged/fleet-0/${bomb##*/}" ] || fail "the segment export refuses was not set aside"
 left=("$tmp"/incoming/*/*.smseg)
 [ ${#left[@]} = 0 ] || fail "segments left in incoming: ${left[*]}"
-grep -Eq 'loaded [0-9]+ segments, [0-9]+ events, [0-9]+ bytes: [0-9.]+ events/s, [0-9.]+ MB/s' \
+grep -Eq 'loaded [0-9]+ segments, [0-9]+ rows, [0-9]+ entries, [0-9]+ bytes: [0-9.]+ rows/s, [0-9.]+ entries/s, [0-9.]+ MB/s' \
 	"$tmp/load1.log" || fail "the loader did not report its throughput"
 
 # per host: ClickHouse's figures against `stackmapctl info` on the same files
@@ -131,10 +147,14 @@ print(ev, lost)'
 }
 check_counts() {
 	local h want got
+	# one query for every host: each query costs a client's start
+	chq 1 "SELECT host, sum(entries), toUInt64(0) FROM stackmapd.fleet_events GROUP BY host
+		UNION ALL SELECT host, toUInt64(0), sum(lost) FROM stackmapd.fleet_losses GROUP BY host" |
+		awk -F '\t' '{ e[$1] += $2; l[$1] += $3 } END { for (h in e) print h, e[h], l[h] }' \
+		> "$tmp/counts" || fail "$1: the count query failed"
 	for h in fleet-a fleet-b fleet-c; do
 		want=$(info_figures "$h")
-		got=$(chq 1 "SELECT (SELECT sum(entries) FROM stackmapd.fleet_events WHERE host = '$h'),
-			(SELECT sum(lost) FROM stackmapd.fleet_losses WHERE host = '$h')" | tr '\t' ' ')
+		got=$(awk -v h="$h" '$1 == h { print $2, $3 }' "$tmp/counts")
 		[ "$got" = "$want" ] || fail "$1: $h: ClickHouse has $got (entries, lost), info $want"
 	done
 }
@@ -172,17 +192,70 @@ cmp -s "$tmp/ch-top" "$tmp/sm-top" || fail "ClickHouse's top 10 differ from stac
 note "top 10 in $(iso $since) .. $(iso $until): equal ($(head -c 60 "$tmp/ch-top")...)"
 
 # ---- loading again counts nothing twice ----
+# one segment of a batch of three, loaded again
+segs=("$tmp"/archive/fleet-b/*.smseg)
+loader --force "${segs[1]}" 2> "$tmp/load-one.log" || { cat "$tmp/load-one.log"; fail "loading one segment again failed"; }
+[ "$(chq 1 "SELECT count() FROM stackmapd.fleet_loads WHERE host = 'fleet-b'")" -gt ${#segs[@]} ] ||
+	fail "the segment was not loaded again"
+check_counts "one segment of a batch loaded again"
+
+# a segment a device sent again (its answer was lost) that verify cannot
+# read at first (an I/O error): left for the next run, then loaded
+segs=("$tmp"/archive/fleet-a/*.smseg)
+again=$tmp/incoming/fleet-a/${segs[0]##*/}
+cp "${segs[0]}" "$again"
+cat > "$tmp/stackmapctl-eio" <<EOF
+#!/bin/sh
+# stackmapctl, whose verify cannot read \$EIO_FILE (as on a failing disk)
+if [ "\$1" = verify ]; then
+	for a; do
+		[ "\$a" = "\$EIO_FILE" ] || continue
+		echo "stackmapctl: cannot read '\$a': Input/output error" >&2
+		echo '{"path":"'"\$a"'","status":"unreadable","complete":false,"truncated":false,"records":0,"bytes":0,"error_offset":0,"error":"Input/output error","cut_short":false}'
+		exit 1
+	done
+fi
+exec "$STACKMAPCTL" "\$@"
+EOF
+chmod 755 "$tmp/stackmapctl-eio"
+rc=0
+EIO_FILE=$again loader --stackmapctl "$tmp/stackmapctl-eio" 2> "$tmp/load-eio.log" || rc=$?
+[ $rc = 1 ] || { cat "$tmp/load-eio.log"; fail "a loader that could not read a segment exited with $rc"; }
+[ -f "$again" ] && [ ! -e "$tmp/damaged/fleet-a/${again##*/}" ] ||
+	fail "a segment verify could not read was moved away"
+grep -q "cannot read segment '$again' (verify: unreadable .*Input/output error.*): left for the next run" \
+	"$tmp/load-eio.log" || fail "no log line about the unreadable segment: $(cat "$tmp/load-eio.log")"
+grep -q "1 segments could not be read: left for the next run" "$tmp/load-eio.log" ||
+	fail "the unreadable segment was not counted"
+
+# ... and a loader stopped after its commit, before it moved the segments:
+# the one sent again and a copy of one of fleet-c's
+segs=("$tmp"/archive/fleet-c/*.smseg)
+again_c=$tmp/incoming/fleet-c/${segs[0]##*/}
+cp "${segs[0]}" "$again_c"
+rc=0
+STACKMAPD_LOAD_CRASH_AFTER=loads loader 2> "$tmp/load-stop.log" || rc=$?
+[ $rc = 3 ] && [ -f "$again" ] && [ -f "$again_c" ] ||
+	{ cat "$tmp/load-stop.log"; fail "the loader stopped after its commit exited with $rc"; }
+check_counts "a segment sent again, a loader stopped after its commit"
+loader 2> "$tmp/load-after.log" || { cat "$tmp/load-after.log"; fail "the load after the stop failed"; }
+[ ! -e "$again" ] && [ ! -e "$again_c" ] || fail "the segments left by the stopped loader were not loaded"
+check_counts "the load after a stop after the commit"
+note "exactly once after a partial --force, a segment sent again, a stop after the commit"
+
+raw0=$(( $(chq 1 "SELECT count() FROM stackmapd.events") + $(chq 2 "SELECT count() FROM stackmapd.events") ))
 loads_before=$(chq 1 "SELECT count() FROM stackmapd.fleet_loads")
 loader 2> "$tmp/load2.log" || { cat "$tmp/load2.log"; fail "the loader failed with nothing to do"; }
 [ "$(chq 1 "SELECT count() FROM stackmapd.fleet_loads")" = "$loads_before" ] ||
 	fail "a loader with nothing to do loaded something"
+nseg=$(ls "$tmp"/archive/*/*.smseg | wc -l)
 loader --force "$tmp"/archive/*/*.smseg 2> "$tmp/load3.log" ||
 	{ cat "$tmp/load3.log"; fail "loading the archive again failed"; }
-[ "$(chq 1 "SELECT count() FROM stackmapd.fleet_loads")" = $((2 * loads_before)) ] ||
+[ "$(chq 1 "SELECT count() FROM stackmapd.fleet_loads")" = $((loads_before + nseg)) ] ||
 	fail "the segments were not loaded again"
 check_counts "loaded twice"
 raw=$(( $(chq 1 "SELECT count() FROM stackmapd.events") + $(chq 2 "SELECT count() FROM stackmapd.events") ))
-[ "$raw" = $((2 * total)) ] || fail "after two loads the shards hold $raw rows, not 2 x $total"
+[ "$raw" = $((raw0 + total)) ] || fail "after loading all again the shards hold $raw rows, not $raw0 + $total"
 
 # a load that stops after inserting its rows, before its commit
 rc=0
