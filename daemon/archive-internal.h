@@ -11,7 +11,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <zstd.h>
 
 #include "archive.h"
 #include "log.h"
@@ -68,8 +67,7 @@ struct archive {
 	/* lock protects cur, the writer's file, the stacks/cpus of cur and the outage */
 	pthread_mutex_t lock;
 	struct archive_segment *cur;
-	ZSTD_CCtx *cctx;		/* for STACKS records, under lock */
-	struct buf stacks;		/* scratch, under lock */
+	struct buf stacks;		/* scratch for STACKS records, under lock */
 	uint64_t next_seq;
 	struct outage out;
 
