@@ -3,15 +3,17 @@
  * The archive's state, shared by the files of the archive module only:
  * archive.c (segments, appends, rotation, retention), archive-scan.c (the
  * directory at start: create it, recover or set aside what it holds) and
- * archive-outage.c (write errors: dropping and counting what cannot be
- * written, retrying, and the record of the loss).
+ * archive-outage.c (write errors: which ones pass, dropping and counting
+ * what cannot be written, retrying, and the record of the loss). Calls go
+ * one way: archive.c uses the other two, archive-scan.c uses
+ * archive-outage.c, which uses neither; this header holds declarations
+ * only, so that it ties none of them to another.
  */
 #ifndef STACKMAPD_ARCHIVE_INTERNAL_H
 #define STACKMAPD_ARCHIVE_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <zstd.h>
 
 #include "archive.h"
 #include "log.h"
@@ -68,8 +70,7 @@ struct archive {
 	/* lock protects cur, the writer's file, the stacks/cpus of cur and the outage */
 	pthread_mutex_t lock;
 	struct archive_segment *cur;
-	ZSTD_CCtx *cctx;		/* for STACKS records, under lock */
-	struct buf stacks;		/* scratch, under lock */
+	struct buf stacks;		/* scratch for STACKS records, under lock */
 	uint64_t next_seq;
 	struct outage out;
 
@@ -97,12 +98,6 @@ struct archive {
 	uint64_t salvaged;		/* segments finished by recovery after a write error */
 };
 
-/* A write error the device may get over (full, I/O error): wait and retry, do not give up. */
-static inline bool archive_error_transient(int r)
-{
-	return r == -ENOSPC || r == -EDQUOT || r == -EIO;
-}
-
 /* archive-scan.c: create the directory (mkdir -p, 0750). Returns 0 or -errno. */
 int archive_make_directory(const char *dir);
 
@@ -127,6 +122,12 @@ void archive_retry_recoveries(struct archive *a);
 
 /* archive-scan.c: remember dir/name (a .part) for archive_retry_recoveries(). */
 int archive_defer_recovery(struct archive *a, const char *name);
+
+/*
+ * archive-outage.c: true for a write error the device may get over (full,
+ * I/O error): wait and retry, do not give up.
+ */
+bool archive_error_transient(int r);
 
 /* archive-outage.c: allocate/free the per-CPU counters. */
 int outage_init(struct outage *o, unsigned nr_cpus);

@@ -18,6 +18,11 @@
 #define RETRY_MAX_USEC (2 * USEC_PER_SEC)
 #define OUTAGE_LOG_INTERVAL_USEC (30 * USEC_PER_SEC)
 
+bool archive_error_transient(int r)
+{
+	return r == -ENOSPC || r == -EDQUOT || r == -EIO;
+}
+
 int outage_init(struct outage *o, unsigned nr_cpus)
 {
 	o->cpus = calloc(nr_cpus ? nr_cpus : 1, sizeof(*o->cpus));

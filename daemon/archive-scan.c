@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 
 #include "archive-internal.h"
-#include "crc32c.h"
 #include "util.h"
 
 enum part_kind {
@@ -122,9 +121,7 @@ static int classify_part(int dfd, const char *name, const char **ret_why)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	memcpy(want, SEGMENT_MAGIC, 8);
-	put_le32(want + 8, SEGMENT_VERSION);
-	put_le32(want + 12, crc32c(0, want, 12));
+	segment_prologue_encode(want);
 	if ((size_t)n == sizeof(p) && memcmp(p, want, sizeof(p)) == 0)
 		return PART_OURS;
 	/* our prologue, cut short: nothing was written after it */

@@ -12,7 +12,6 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <zstd.h>
 
 #include "archive-internal.h"
 #include "stacktab.h"
@@ -43,9 +42,8 @@ int archive_open(const struct archive_params *p, struct archive **ret)
 	a->hooks = p->hooks;
 	a->userdata = p->userdata;
 	a->next_seq = 1;
-	a->cctx = ZSTD_createCCtx();
 	a->rotate_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!a->dir || !a->cctx || a->rotate_fd < 0) {
+	if (!a->dir || a->rotate_fd < 0) {
 		r = a->rotate_fd < 0 ? -errno : -ENOMEM;
 		archive_free(a);
 		return r;
@@ -192,7 +190,7 @@ static int write_stacks_locked(struct archive *a, struct archive_segment *s,
 	if (!a->stacks.len)
 		return 0;
 	r = segment_writer_append(s->writer, SEGMENT_REC_STACKS, SEGMENT_NO_CPU, a->stacks.data,
-				  a->stacks.len, a->level, a->cctx);
+				  a->stacks.len, a->level, NULL);
 	if (r < 0)
 		goto fail;
 	/* only once they are in the segment: otherwise a later frame writes them */
@@ -305,7 +303,7 @@ static int write_guarded_locked(struct archive *a, struct archive_segment *s,
 		r = write_frame_locked(a, s, f);
 	else
 		r = segment_writer_append(s->writer, type, cpu, payload, len,
-					  len > 256 ? a->level : 0, a->cctx);
+					  len > 256 ? a->level : 0, NULL);
 	if (r >= 0) {
 		/* over only once more than the loss record fits */
 		o->ended = outage_end_locked(&a->out, &o->summary);
@@ -856,7 +854,6 @@ struct archive *archive_free(struct archive *a)
 	free(a->unrecovered);
 	outage_done(&a->out);
 	buf_done(&a->stacks);
-	ZSTD_freeCCtx(a->cctx);
 	if (a->rotate_fd >= 0)
 		close(a->rotate_fd);
 	pthread_mutex_destroy(&a->lock);

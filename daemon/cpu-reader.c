@@ -21,12 +21,11 @@
 #include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <tracefs.h>
-#include <zstd.h>
 
 #include "archive.h"
 #include "cpu-reader.h"
-#include "frame-columns.h"
 #include "log.h"
+#include "segment-frame.h"
 #include "util.h"
 
 #define READER_NICE -10
@@ -48,11 +47,7 @@ struct cpu_reader {
 	size_t batch_size;
 	size_t page_size;
 	struct buf frame;		/* raw pages of the frame being built */
-	uint8_t *zbuf;
-	size_t zcap;
-	ZSTD_CCtx *cctx;
-	struct frame_columns *fc;	/* NULL: frames are stored as pages */
-	struct buf enc;			/* the column encoding of the frame */
+	struct segment_frame_encoder *enc;
 	struct transcoder tc;
 	struct page_summary acc;	/* of the frame being built */
 	uint64_t frame_pages;
@@ -124,24 +119,6 @@ static bool fault_exit_due(const struct cpu_reader *r)
 }
 #endif
 
-/* The column encoder, with the layout of every recorded event (the stack_ref format included). */
-static int setup_columns(struct cpu_reader *r)
-{
-	if (!r->p.columns || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
-		return 0;
-	r->fc = frame_columns_new(r->p.layout->commit_size);
-	if (!r->fc)
-		return -ENOMEM;
-	for (size_t i = 0; i < r->p.nr_formats; i++) {
-		int k = frame_columns_add_format(r->fc, r->p.formats[i]);
-
-		/* an event without a usable format is stored verbatim */
-		if (k == -ENOMEM)
-			return k;
-	}
-	return 0;
-}
-
 int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 {
 	struct cpu_reader *r;
@@ -182,22 +159,20 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 	r->batch_size = READ_PAGES * r->page_size;
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->batch = malloc(r->batch_size);
-	/*
-	 * The column encoding of a frame is at most a little longer than the
-	 * frame (a few varints per page); one that is longer than this room
-	 * allows is stored as pages (compress_frame()).
-	 */
-	r->zcap = ZSTD_compressBound(p->frame_size + r->page_size * 2 + 65536);
-	r->zbuf = malloc(r->zcap);
-	r->cctx = ZSTD_createCCtx();
-	if (r->wake_fd < 0 || !r->batch || !r->zbuf || !r->cctx ||
+	if (r->wake_fd < 0 || !r->batch ||
 	    buf_reserve(&r->frame, p->frame_size + r->page_size * 2) < 0) {
 		rr = -ENOMEM;
 		goto fail;
 	}
-	(void)ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_compressionLevel, p->compression_level);
-	(void)ZSTD_CCtx_setParameter(r->cctx, ZSTD_c_contentSizeFlag, 1);
-	rr = setup_columns(r);
+	/* the layout of every recorded event (the stack_ref format included) */
+	rr = segment_frame_encoder_new(&(struct segment_frame_params){
+						.max_frame = p->frame_size + r->page_size * 2,
+						.compression_level = p->compression_level,
+						.columns = p->columns,
+						.long_size = p->layout->commit_size,
+						.formats = p->formats,
+						.nr_formats = p->nr_formats,
+					}, &r->enc);
 	if (rr < 0)
 		goto fail;
 	rr = transcoder_init(&r->tc, p->layout, p->dedup);
@@ -210,34 +185,6 @@ int cpu_reader_new(const struct cpu_reader_params *p, struct cpu_reader **ret)
 fail:
 	cpu_reader_free(r);
 	return rr;
-}
-
-/* Compress the frame (column-encoded if set up): stored length, 0 on failure; *ret_raw, *ret_flags. */
-static size_t compress_frame(struct cpu_reader *r, size_t *ret_raw, uint16_t *ret_flags)
-{
-	size_t z;
-
-	if (r->fc) {
-		buf_reset(&r->enc);
-		if (frame_columns_encode(r->fc, r->frame.data, r->frame.len, &r->enc) == 0 &&
-		    r->enc.len <= SEGMENT_MAX_RAW) {
-			z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->enc.data, r->enc.len);
-			if (!ZSTD_isError(z)) {
-				*ret_raw = r->enc.len;
-				*ret_flags = SEGMENT_REC_F_COLUMNS;
-				return z;
-			}
-		}
-		(void)log_ratelimit_warn_errno(&columns_rl, -ENOMEM,
-					       "CPU %d: frame stored without column encoding",
-					       r->p.cpu);
-	}
-	z = ZSTD_compress2(r->cctx, r->zbuf, r->zcap, r->frame.data, r->frame.len);
-	if (ZSTD_isError(z))
-		return 0;
-	*ret_raw = r->frame.len;
-	*ret_flags = 0;
-	return z;
 }
 
 static int emit_frame(struct cpu_reader *r, const struct segment_generation *boundary)
@@ -260,13 +207,20 @@ static int emit_frame(struct cpu_reader *r, const struct segment_generation *bou
 	if (!r->frame.len && !boundary)
 		return 0;
 	if (r->frame.len) {
-		size_t z = compress_frame(r, &f.raw_len, &f.flags);
+		struct segment_frame sf;
 
-		if (!z)
-			return -EIO;
-		f.stored = r->zbuf;
-		f.stored_len = z;
-		atomic_fetch_add(&r->st_stored, z);
+		rr = segment_frame_encode(r->enc, r->frame.data, r->frame.len, &sf);
+		if (rr < 0)
+			return rr;
+		if (sf.columns_failed)
+			(void)log_ratelimit_warn_errno(&columns_rl, -ENOMEM,
+						       "CPU %d: frame stored without column encoding",
+						       r->p.cpu);
+		f.stored = sf.stored;
+		f.stored_len = sf.stored_len;
+		f.raw_len = sf.raw_len;
+		f.flags = sf.flags;
+		atomic_fetch_add(&r->st_stored, sf.stored_len);
 	}
 	rr = archive_append_frame(r->p.archive, &f);
 	if (rr < 0)
@@ -610,11 +564,8 @@ struct cpu_reader *cpu_reader_free(struct cpu_reader *r)
 		close(r->wake_fd);
 	transcoder_done(&r->tc);
 	buf_done(&r->frame);
-	frame_columns_free(r->fc);
-	buf_done(&r->enc);
+	segment_frame_encoder_free(r->enc);
 	free(r->batch);
-	free(r->zbuf);
-	ZSTD_freeCCtx(r->cctx);
 	pthread_mutex_destroy(&r->read_rl.lock);
 	pthread_mutex_destroy(&r->req_lock);
 	pthread_mutex_destroy(&r->start_lock);

@@ -2,9 +2,9 @@
 /*
  * One reader per CPU: a thread that splices whole ring-buffer pages from
  * trace_pipe_raw into a pipe of its own, transcodes them into a frame,
- * column-encodes it (frame-columns.h) unless told not to, compresses it
- * with its own zstd context and hands it to the archive. It owns its
- * file, pipe, buffers and counters; main talks to it only through
+ * has its own encoder column-encode it unless told not to and compress it
+ * (segment-frame.h), and hands it to the archive. It owns its file, pipe,
+ * buffers and counters; main talks to it only through
  * requests (flush, stop) and the counters, all atomics.
  */
 #ifndef STACKMAPD_CPU_READER_H

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "page-walk.h"
 #include "segment.h"
 #include "stack-audit.h"
 #include "stack-expect.h"
@@ -129,9 +130,8 @@ static int audit_pages(struct audit *a, const struct page_layout *l, uint32_t cp
 						stack_expect_types_has(&a->wants, ev.type)));
 				continue;
 			}
-			if (ev.len < 12)
+			if (!page_entry_stack_id(&ev, &id))
 				continue;
-			memcpy(&id, ev.payload + 8, 4);
 			a->refs++;
 			if (stack_expect_stack(c))
 				a->unresolved++;	/* looked up before the pause */

@@ -385,15 +385,14 @@ static int walk_page(struct transcoder *t, struct page_walk *w, struct buf *out,
 
 	while ((r = page_walk_next(w, &ev)) > 0) {
 		if (ev.payload) {
+			int32_t id;
+
 			sum->events++;
 			if (!sum->first_ts)
 				sum->first_ts = ev.ts;
 			sum->last_ts = ev.ts;
 
-			if (ev.type == l->stack_id_id && ev.len >= 12) {
-				int32_t id;
-
-				memcpy(&id, ev.payload + 8, 4);
+			if (ev.type == l->stack_id_id && page_entry_stack_id(&ev, &id)) {
 				if (id >= 0) {
 					r = add_id(t, (uint32_t)id);
 					if (r < 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Column decoder (frame-columns.h): rebuilds the pages of a frame from its
- * streams, in the order the encoder (frame-columns.c) wrote them. The input
+ * streams, in the order the encoder (frame-columns-encode.c) wrote them. The input
  * is untrusted: every count and length is checked against what is left of
  * its stream and of the declared frame length before it is used, memory is
  * sized only by the declared frame length (after the caller's bound) and

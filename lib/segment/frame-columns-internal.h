@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What the column encoder (frame-columns.c) and decoder
- * (frame-columns-decode.c) share: the stream numbering, entry kinds, column
- * transforms and varint helpers of the encoding in doc/segment-format.md.
+ * What the column encoder (frame-columns-encode.c, frame-columns-streams.c)
+ * and decoder (frame-columns-decode.c) share with the context they work
+ * in (frame-columns.c): the stream numbering, entry kinds, column
+ * transforms and varint helpers of the encoding in doc/segment-format.md,
+ * and the context's state.
  */
 #ifndef STACKMAPD_FRAME_COLUMNS_INTERNAL_H
 #define STACKMAPD_FRAME_COLUMNS_INTERNAL_H
@@ -153,7 +155,7 @@ static inline uint64_t fc_get(const uint8_t *p, unsigned int size)
 {
 	uint64_t v = 0;
 
-	memcpy(&v, p, size);	/* little-endian hosts only; see frame-columns.c */
+	memcpy(&v, p, size);	/* little-endian hosts only; see frame-columns-encode.c */
 	return v;
 }
 
@@ -328,7 +330,7 @@ struct frame_columns {
 #define FC_CHOOSE_EVERY 16
 #define FC_TEMPLATE_RATIO 8
 
-/* frame-columns-streams.c */
+/* frame-columns-streams.c, for frame-columns-encode.c once the walk is done */
 int fc_choose_template(struct frame_columns *fc, const uint8_t *frame, unsigned int k);
 int fc_encode_templates(struct frame_columns *fc, const uint8_t *frame);
 int fc_encode_type(struct frame_columns *fc, const uint8_t *frame, unsigned int k);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Column encoder, second half (frame-columns.h): what the walk of a frame
- * (frame-columns.c) has collected becomes streams. Most fields of an event
+ * (frame-columns-encode.c) has collected becomes streams. Most fields of an event
  * follow from the code path that emitted it (call site, sizes, flags, pid,
  * stack reference): those columns form the event's template, a tuple kept
  * once per frame, and an event names its template in one code, usually "the

@@ -67,6 +67,22 @@ struct page_entry {
 	int type;			/* common_type of a data event, -1 otherwise */
 };
 
+/*
+ * The id that a stack_id entry (../shared/STACKMAP-ABI.md) carries: the
+ * s32 after the common fields, at payload offset 8, in the host's byte
+ * order (the daemon reads the pages of its own machine). Returns true with
+ * *ret when the payload holds it (12 bytes or more), false if not. The
+ * caller has checked that e is a stack_id entry.
+ */
+#define PAGE_STACK_ID_OFFSET 8
+static inline bool page_entry_stack_id(const struct page_entry *e, int32_t *ret)
+{
+	if (e->len < PAGE_STACK_ID_OFFSET + 4)
+		return false;
+	memcpy(ret, e->payload + PAGE_STACK_ID_OFFSET, 4);
+	return true;
+}
+
 /* A walk over one page. Fields are read-only for callers. */
 struct page_walk {
 	const uint8_t *page;		/* borrowed */

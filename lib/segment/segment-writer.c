@@ -19,13 +19,6 @@
 #include "segment-internal.h"
 #include "util.h"
 
-static void prologue_encode(uint8_t p[SEGMENT_PROLOGUE_SIZE])
-{
-	memcpy(p, SEGMENT_MAGIC, 8);
-	put_le32(p + 8, SEGMENT_VERSION);
-	put_le32(p + 12, crc32c(0, p, 12));
-}
-
 struct segment_writer {
 	int fd;
 	char *dir;
@@ -89,7 +82,7 @@ int segment_writer_open(const char *dir, const char *name, struct segment_writer
 	if (w->fd < 0)
 		return -errno;
 
-	prologue_encode(prologue);
+	segment_prologue_encode(prologue);
 	r = write_all(w->fd, prologue, sizeof(prologue));
 	if (r < 0) {
 		/* Nothing in it is worth recovering. */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The segment format's shared encodings (segment.h, doc/segment-format.md):
- * record type names, the record header and the footer, the GENERATION and
- * INDEX payloads, and segment file names. Writing, reading and recovery are segment-writer.c,
- * segment-reader.c and segment-recover.c.
+ * record type names, the prologue, the record header and the footer, the
+ * GENERATION and INDEX payloads, and segment file names. Writing, reading
+ * and recovery are segment-writer.c, segment-reader.c and
+ * segment-recover.c; PAGES payloads are encoded by segment-frame.c.
  */
 #include <assert.h>
 #include <inttypes.h>
@@ -25,6 +26,13 @@ static bool has_suffix(const char *s, const char *suffix)
 
 	return a > b && streq(s + a - b, suffix);
 }
+void segment_prologue_encode(uint8_t p[SEGMENT_PROLOGUE_SIZE])
+{
+	memcpy(p, SEGMENT_MAGIC, 8);
+	put_le32(p + 8, SEGMENT_VERSION);
+	put_le32(p + 12, crc32c(0, p, 12));
+}
+
 void segment_rec_hdr_encode(const struct rec_hdr *h, uint8_t p[SEGMENT_REC_HDR_SIZE])
 {
 	put_le32(p, SEGMENT_REC_MAGIC);

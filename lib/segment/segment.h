@@ -140,6 +140,13 @@ struct segment_generation {
  */
 #define SEGMENT_WINDOW_UNKNOWN (UINT64_C(1) << 63)
 
+/*
+ * The prologue that starts every segment this version writes (magic,
+ * version, CRC; doc/segment-format.md): what tells a file of ours from any
+ * other.
+ */
+void segment_prologue_encode(uint8_t p[SEGMENT_PROLOGUE_SIZE]);
+
 /* Encode/decode a GENERATION payload (32 bytes, LE). decode returns 0 or -EBADMSG. */
 void segment_generation_encode(const struct segment_generation *g, uint8_t out[SEGMENT_GENERATION_SIZE]);
 int segment_generation_decode(const void *buf, size_t len, struct segment_generation *ret);

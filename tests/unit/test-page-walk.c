@@ -242,6 +242,24 @@ static void test_payload(void)
 	CHECK(r == -EBADMSG && n == 2 && pos == len && w.error_offset == 8 && w.error);
 }
 
+/* A stack_id entry's id, where the transcoder and the audit read it; none from a short payload. */
+static void test_stack_id(void)
+{
+	uint8_t payload[16] = { 0 };
+	struct page_entry e = { .kind = PAGE_ENTRY_DATA, .payload = payload, .len = 12 };
+	int32_t id = 0;
+
+	put_le32(payload + 4, 4242);	/* common_pid */
+	put_le32(payload + 8, 1337);
+	put_le32(payload + 12, 99);
+	CHECK(page_entry_stack_id(&e, &id) && id == 1337);
+	put_le32(payload + 8, (uint32_t)-7);
+	CHECK(page_entry_stack_id(&e, &id) && id == -7);
+	e.len = 11;
+	id = 5;
+	CHECK(!page_entry_stack_id(&e, &id) && id == 5);
+}
+
 static int plen(const void *page, size_t len, unsigned int long_size, bool big_endian,
 		size_t page_size)
 {
@@ -387,6 +405,7 @@ int main(void)
 	test_hostile();
 	test_big_endian();
 	test_payload();
+	test_stack_id();
 	test_stored_len();
 	test_header_page();
 	test_skip_empty();

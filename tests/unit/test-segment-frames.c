@@ -6,6 +6,9 @@
  * version-1 segments still read, and the decoder reads only the frames of
  * the CPU and time window asked for (it counts the frames it reads), also
  * for a window in wall-clock time placed through the segment's CLOCK pairs.
+ * The daemon's frame encoder (segment-frame.h) gives the bytes of
+ * column-encoding and compressing a frame in one zstd call, and its frames
+ * read back too.
  */
 #include <fcntl.h>
 
@@ -19,6 +22,7 @@
 #include "frame-columns.h"
 #include "helpers.h"
 #include "page-walk.h"
+#include "segment-frame.h"
 #include "segment.h"
 #include "util.h"
 #include "wallclock.h"
@@ -171,6 +175,101 @@ static void test_round_trip(const char *path)
 	CHECK(rec.type == SEGMENT_REC_PAGES && rec.len == frames[5].pages.len &&
 	      memcmp(rec.data, frames[5].pages.data, rec.len) == 0);
 	CHECK(segment_reader_read_at(rd, seek[5].offset + 1, &rec) == -EBADMSG);
+}
+
+/* One zstd frame of len bytes at level 1, with its content size: as the daemon always stored. */
+static void compress_ref(const void *data, size_t len, struct buf *out)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	size_t z;
+
+	CHECK(cc != NULL);
+	buf_reset(out);
+	CHECK(buf_reserve(out, ZSTD_compressBound(len)) == 0);
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1)));
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1)));
+	z = ZSTD_compress2(cc, out->data, out->cap, data, len);
+	CHECK(!ZSTD_isError(z));
+	out->len = z;
+	ZSTD_freeCCtx(cc);
+}
+
+/*
+ * The frame encoder: with columns, each frame is the column encoding (a
+ * context of the same formats, fed the same frames) compressed in one
+ * call; without, the pages compressed. Frames of both read back.
+ */
+static void test_encoder(void)
+{
+	const char *texts[ARRAY_SIZE(synth_formats)];
+	char *owned[ARRAY_SIZE(synth_formats)];
+	_cleanup_(frame_columns_freep) struct frame_columns *fc = encoder();
+	_cleanup_free_ char *path = NULL;
+	struct segment_writer *w = seg_open2("00000003-encoder");
+	struct buf enc = {}, ref = {};
+
+	for (size_t i = 0; i < ARRAY_SIZE(synth_formats); i++)
+		texts[i] = owned[i] = test_page_data(synth_formats[i][1], NULL);
+	for (int columns = 1; columns >= 0; columns--) {
+		_cleanup_(segment_frame_encoder_freep) struct segment_frame_encoder *e = NULL;
+		struct segment_frame_params p = {
+			.max_frame = PAGE,
+			.compression_level = 1,
+			.columns = columns,
+			.long_size = 8,
+			.formats = texts,
+			.nr_formats = ARRAY_SIZE(texts),
+		};
+
+		CHECK(segment_frame_encoder_new(&p, &e) == 0);
+		for (size_t i = 0; i < NR_FRAMES; i++) {
+			const struct frame *f = &frames[i];
+			struct segment_frame sf;
+
+			CHECK(segment_frame_encode(e, f->pages.data, f->pages.len, &sf) == 0);
+			CHECK(!sf.columns_failed);
+			if (columns) {
+				buf_reset(&enc);
+				CHECK(frame_columns_encode(fc, f->pages.data, f->pages.len, &enc) == 0);
+				compress_ref(enc.data, enc.len, &ref);
+				CHECK_MSG(sf.flags == SEGMENT_REC_F_COLUMNS && sf.raw_len == enc.len,
+					  "frame %zu: flags %u, %zu bytes", i, sf.flags, sf.raw_len);
+			} else {
+				compress_ref(f->pages.data, f->pages.len, &ref);
+				CHECK(sf.flags == 0 && sf.raw_len == f->pages.len);
+			}
+			CHECK_MSG(sf.stored_len == ref.len && memcmp(sf.stored, ref.data, ref.len) == 0,
+				  "frame %zu (columns %d): other bytes than one zstd call", i, columns);
+			CHECK(segment_writer_append_compressed(w, SEGMENT_REC_PAGES, f->cpu, sf.stored,
+							       sf.stored_len, sf.raw_len,
+							       sf.flags) == 0);
+		}
+	}
+	CHECK(segment_writer_finish(w, NULL, false, &path) == 0);
+
+	{
+		_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
+		struct segment_record rec;
+		size_t k = 0;
+		int r;
+
+		CHECK(segment_reader_open(path, &rd) == 0);
+		while ((r = segment_reader_next(rd, &rec)) > 0) {
+			const struct frame *f = &frames[k % NR_FRAMES];
+
+			if (rec.type != SEGMENT_REC_PAGES)
+				continue;
+			CHECK(!(rec.flags & SEGMENT_REC_F_COLUMNS) == (k >= NR_FRAMES));
+			CHECK_MSG(rec.len == f->pages.len && memcmp(rec.data, f->pages.data, rec.len) == 0,
+				  "frame %zu", k);
+			k++;
+		}
+		CHECK(r == 0 && k == 2 * NR_FRAMES);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(owned); i++)
+		free(owned[i]);
+	buf_done(&enc);
+	buf_done(&ref);
 }
 
 /*
@@ -485,6 +584,7 @@ int main(void)
 	test_wall_window();
 	test_damaged();
 	test_version1(path);
+	test_encoder();
 
 	for (size_t i = 0; i < NR_FRAMES; i++)
 		buf_done(&frames[i].pages);
