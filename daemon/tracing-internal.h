@@ -61,6 +61,14 @@ char *tracing_parse_clock(const char *text);
 int tracing_read_value(const char *path, char **ret);
 int tracing_write_value(const char *path, const char *value, bool truncate);
 
+/*
+ * Whether writing path resizes a ring buffer or changes its sub-buffer
+ * size, and the emptying of that buffer that must come first, logged
+ * (tracing-resize.c).
+ */
+bool tracing_path_resizes(const char *path);
+int tracing_clear_for_resize(const char *path);
+
 /* Remember that path held value before we changed it (tracing-undo.c), in memory only. */
 int tracing_undo_push(struct tracing *t, const char *path, const char *value, bool truncate);
 

@@ -34,6 +34,9 @@ int tracing_write_value(const char *path, const char *value, bool truncate)
 {
 	_cleanup_close_ int fd = -1;
 
+	/* a buffer holding pages is never resized: the kernel's page counts go wrong */
+	if (tracing_path_resizes(path))
+		(void)tracing_clear_for_resize(path);
 	fd = open(path, O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
 	if (fd < 0)
 		return -errno;
