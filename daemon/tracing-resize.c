@@ -33,41 +33,55 @@ bool tracing_path_resizes(const char *path)
 	return has_suffix(path, "/buffer_size_kb") || has_suffix(path, "/buffer_subbuf_size_kb");
 }
 
-/* The unread entries of one CPU's stats file, 0 when it cannot be read. */
-static uint64_t stats_entries(const char *stats)
-{
-	_cleanup_free_ char *text = NULL;
-	const char *p;
+struct counts {
+	uint64_t unread, read, lost;
+};
 
-	if (read_file(stats, &text, NULL) < 0)
-		return 0;
-	p = strstr(text, "entries:");
-	return p ? strtoull(p + strlen("entries:"), NULL, 10) : 0;
+static uint64_t field(const char *text, const char *name)
+{
+	const char *p = strstr(text, name);
+
+	return p ? strtoull(p + strlen(name), NULL, 10) : 0;
 }
 
-/* The unread entries of the buffer dir/trace empties: one CPU's or all of them. */
-static uint64_t unread_entries(const char *dir)
+/* Add one CPU's stats file: what emptying the buffer zeroes. */
+static void add_stats(const char *stats, struct counts *c)
 {
-	char path[PATH_MAX];
-	DIR *d;
-	struct dirent *de;
-	uint64_t n = 0;
+	_cleanup_free_ char *text = NULL;
 
-	if (tracing_pathf(path, "%s/stats", dir) == 0 && tracing_exists(path))
-		return stats_entries(path);
+	if (read_file(stats, &text, NULL) < 0)
+		return;
+	c->unread += field(text, "\nentries:") + (startswith(text, "entries:") ?
+						  strtoull(text + strlen("entries:"), NULL, 10) : 0);
+	c->read += field(text, "\nread events:");
+	c->lost += field(text, "\noverrun:") + field(text, "\ndropped events:");
+}
+
+/* The counts of the buffer dir/trace empties: one CPU's or all of them. */
+static struct counts buffer_counts(const char *dir)
+{
+	struct counts c = { 0 };
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (tracing_pathf(path, "%s/stats", dir) == 0 && tracing_exists(path)) {
+		add_stats(path, &c);
+		return c;
+	}
 	if (tracing_pathf(path, "%s/per_cpu", dir) < 0)
-		return 0;
+		return c;
 	d = opendir(path);
 	while (d && (de = readdir(d))) {
 		char stats[PATH_MAX];
 
 		if (startswith(de->d_name, "cpu") &&
 		    tracing_pathf(stats, "%s/per_cpu/%s/stats", dir, de->d_name) == 0)
-			n += stats_entries(stats);
+			add_stats(stats, &c);
 	}
 	if (d)
 		(void)closedir(d);
-	return n;
+	return c;
 }
 
 int tracing_clear_for_resize(const char *path)
@@ -75,18 +89,19 @@ int tracing_clear_for_resize(const char *path)
 	_cleanup_close_ int fd = -1;
 	char dir[PATH_MAX], trace[PATH_MAX];
 	const char *slash = strrchr(path, '/');
-	uint64_t unread;
+	struct counts c;
 
 	if (!slash || tracing_pathf(dir, "%.*s", (int)(slash - path), path) < 0 ||
 	    tracing_pathf(trace, "%s/trace", dir) < 0)
 		return -EINVAL;
-	unread = unread_entries(dir);
+	c = buffer_counts(dir);
 	fd = open(trace, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0)
 		return log_errno(LOG_WARNING, -errno, "cannot empty '%s' before changing '%s', continuing",
 				 trace, path);
-	if (unread)
-		log_notice("%" PRIu64 " unread events discarded from '%s' before changing '%s'", unread,
-			   dir, path);
+	/* the kernel's counts go with it: said here, for whoever compares them */
+	log_msg(c.unread ? LOG_NOTICE : LOG_INFO, "emptied the ring buffer '%s' before writing '%s': "
+		"the kernel had read %" PRIu64 " events and lost %" PRIu64 "; %" PRIu64 " unread "
+		"discarded", dir, strrchr(path, '/') + 1, c.read, c.lost, c.unread);
 	return 0;
 }
