@@ -54,6 +54,8 @@ struct crash_previous {
 					 * pairs (if any) from that boot's recording */
 	uint64_t *overlap;		/* per CPU: last trace time already archived; 0 none */
 	unsigned nr_overlap;		/* set by the recorder (recorder-crash.c) */
+	bool overlap_found;		/* the recorder looked for it (once) */
+	unsigned page_size;		/* the instance's, set by the recorder */
 };
 
 void crash_previous_done(struct crash_previous *p);

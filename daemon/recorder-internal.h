@@ -100,6 +100,7 @@ struct recorder {
 	struct crash_buffer *crash;		/* NULL: no crash buffer */
 	sd_event_source *crash_timer;		/* its clock markers */
 	const struct crash_previous *capture;	/* set while the previous boot's is saved */
+	struct crash_previous *crash_pending;	/* not saved yet (a full disk): retried */
 	uint64_t crash_captured;		/* previous boots saved at this start */
 };
 
