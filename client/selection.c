@@ -468,6 +468,7 @@ static const char *boot_wanted(const struct selection *s, const struct seg_info 
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		const char *b[2] = { info[i].boot, info[i].saved_by };
+		size_t at = k;
 
 		for (size_t j = 0; j < 2; j++) {
 			if (!b[j] || !*b[j])
@@ -478,6 +479,19 @@ static const char *boot_wanted(const struct selection *s, const struct seg_info 
 					b[j] = NULL;
 			if (b[j])
 				order[k++] = b[j];
+		}
+		/*
+		 * A capture's boot came before the boot that saved it, also when
+		 * that boot's recording wrote segments first (the capture waited
+		 * for room in the archive): it goes in front of it.
+		 */
+		if (b[0] && *b[0] && info[i].saved_by && *info[i].saved_by && !b[1]) {
+			for (size_t x = 0; x < at; x++)
+				if (streq(order[x], info[i].saved_by)) {
+					memmove(order + x + 1, order + x, (k - 1 - x) * sizeof(*order));
+					order[x] = b[0];
+					break;
+				}
 		}
 	}
 	if ((size_t)-back < k)

@@ -598,6 +598,70 @@ int archive_close(struct archive *a, char **ret_path)
 	return r;
 }
 
+int archive_open_side(struct archive *a, struct archive **ret)
+{
+	struct archive_segment *seg;
+	struct archive *s;
+	int r;
+
+	assert(a);
+	assert(ret);
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	/* no retention of its own (a zero policy): a's counts its segment with the others */
+	pthread_mutex_lock(&a->lock);
+	s->sync = a->sync;
+	s->level = a->level;
+	pthread_mutex_unlock(&a->lock);
+	s->dir = strdup(a->dir);
+	s->nr_cpus = a->nr_cpus;
+	s->hooks = a->hooks;
+	s->userdata = a->userdata;
+	/* the next number of the directory: segments open in the main thread only */
+	s->next_seq = a->next_seq;
+	s->rotate_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!s->dir || s->rotate_fd < 0) {
+		r = s->rotate_fd < 0 ? -errno : -ENOMEM;
+		archive_free(s);
+		return r;
+	}
+	r = outage_init(&s->out, s->nr_cpus);
+	if (r >= 0)
+		r = open_segment(s, &seg);
+	if (r < 0) {
+		archive_free(s);
+		return r;
+	}
+	a->next_seq = MAX(a->next_seq, s->next_seq);
+	s->cur = seg;
+	*ret = s;
+	return 0;
+}
+
+int archive_close_side(struct archive *a, struct archive *side, char **ret_path,
+		       uint64_t *ret_failed)
+{
+	int r;
+
+	assert(a);
+	assert(side);
+	assert(ret_failed);
+
+	r = archive_close(side, ret_path);
+	*ret_failed = atomic_load(&side->write_errors);
+	/* the main archive's retention counts it from now on */
+	for (size_t i = 0; i < side->nr_done; i++)
+		(void)archive_add_finished(a, side->done[i].name, side->done[i].seq,
+					   side->done[i].bytes);
+	for (size_t i = 0; i < side->nr_unrecovered; i++)
+		(void)archive_defer_recovery(a, side->unrecovered[i]);
+	archive_free(side);
+	return r;
+}
+
 bool archive_is_open(struct archive *a)
 {
 	bool open;

@@ -158,6 +158,23 @@ int archive_rotate(struct archive *a, bool final, char **ret_path);
  */
 int archive_close(struct archive *a, char **ret_path);
 
+/*
+ * A second archive on a's directory, with one segment open in it now (its
+ * number the next of a's, its head by a's hooks): written beside a's
+ * current segment, whose frames never go into it. Unlike archive_start(),
+ * a segment that cannot be opened (a full disk) is an error, with no
+ * outage begun. Main thread. Returns 0 or -errno.
+ */
+int archive_open_side(struct archive *a, struct archive **ret);
+
+/*
+ * Finish side's segment (its path in *ret_path), hand it to a's retention,
+ * and free side. *ret_failed: the writes into it that failed (their frames
+ * are not in it). Main thread. Returns 0 or -errno.
+ */
+int archive_close_side(struct archive *a, struct archive *side, char **ret_path,
+		       uint64_t *ret_failed);
+
 /* True while a segment is open, or wanted (archive_start() on a full disk). */
 bool archive_is_open(struct archive *a);
 

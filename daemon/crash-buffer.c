@@ -478,6 +478,26 @@ static int write_record(struct crash_buffer *cb, const char *boot_id, const char
 	return write_file_atomic(path, text, strlen(text));
 }
 
+/*
+ * The armed record names the boot of whatever the buffer holds: it goes,
+ * on disk, before the buffer is emptied, so that a record found later was
+ * always written after the emptying it speaks for. Kept (a write of the
+ * new one that fails leaves the old one in place), it would give this
+ * boot's events to the boot that armed the buffer before. Returns 0 or
+ * -errno: the buffer must then be left as it is.
+ */
+static int remove_record(struct crash_buffer *cb)
+{
+	_cleanup_free_ char *path = NULL, *tmp = NULL;
+
+	if (record_path(cb, &path) < 0 || strprintf(&tmp, "%s.new", path) < 0)
+		return -ENOMEM;
+	(void)unlink(tmp);
+	if (unlink(path) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return fsync_dir(cb->cfg->directory);
+}
+
 int crash_buffer_record_error(const struct crash_buffer *cb)
 {
 	return cb ? cb->record_error : 0;
@@ -496,6 +516,8 @@ int crash_buffer_arm(struct crash_buffer *cb, const char *boot_id, const char *r
 	(void)snprintf(cb->release, sizeof(cb->release), "%s", release ?: "unknown");
 	r = write_in(cb, "tracing_on", "0");
 	/* the previous boot's data is saved by now (or given up): start empty */
+	if (r == 0)
+		r = remove_record(cb);
 	if (r == 0)
 		r = write_in(cb, "trace", "0");
 	/* one clock with the recording: the two can be compared at the next boot */

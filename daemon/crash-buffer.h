@@ -29,9 +29,11 @@ struct tracefs_instance;
 
 /*
  * The armed record, a file in the archive directory: "boot ID release R
- * version V", the last boot that armed the buffer. It is written once the
- * buffer is empty and before it records, so whatever the buffer holds at
- * the next boot is that boot's, also when overwriting took every marker.
+ * version V", the last boot that armed the buffer. The old one is removed
+ * (and the directory synced) before the buffer is emptied, and the new one
+ * written once it is empty and before it records, so whatever the buffer
+ * holds at the next boot is that boot's, also when overwriting took every
+ * marker; a record that could not be written leaves none, never the old.
  */
 #define CRASH_ARMED_RECORD ".crash-armed"
 
@@ -53,6 +55,8 @@ struct crash_previous {
 	uint64_t *overlap;		/* per CPU: last trace time already archived; 0 none */
 	unsigned nr_overlap;		/* set by the recorder (recorder-crash.c) */
 	size_t cap_overlap;
+	bool overlap_found;		/* the recorder looked for it (once) */
+	unsigned page_size;		/* the instance's, set by the recorder */
 };
 
 void crash_previous_done(struct crash_previous *p);
@@ -89,8 +93,9 @@ int crash_buffer_read_previous(struct crash_buffer *cb, const char *this_boot_id
 			       struct crash_previous *ret);
 
 /*
- * Start the black box for this boot: tracing off, buffer cleared, the
- * armed record written (crash_buffer_record_error()), the trace clock of
+ * Start the black box for this boot: tracing off, the old armed record
+ * removed (if that fails: -errno, the buffer left as it is), buffer
+ * cleared, the armed record written (crash_buffer_record_error()), the trace clock of
  * the recording, overwrite on, the events (with their
  * filters) and stack traces of the config, tracing on, then the boot
  * marker (boot id, kernel release and version) and a first clock marker.

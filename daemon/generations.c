@@ -400,12 +400,15 @@ static int start_reset(struct generations *g, const char *why)
 	g->kind = SEGMENT_GEN_RESET_LOSSLESS;
 	reread = stackmap_rereads_before_reset(g->sm);
 	if (!reread) {
-		raise_priority(g);
+		/*
+		 * The final snapshot comes after the marker here and reads the
+		 * whole text map: real-time priority over that read would hold
+		 * the CPU from every other task for as long. It is raised for
+		 * the reset and the begin marker only.
+		 */
 		r = write_marker(g, g->end_marker, sizeof(g->end_marker), g->gen_before, "end");
-		if (r < 0) {
-			restore_priority(g);
+		if (r < 0)
 			return r;
-		}
 	}
 	(void)stackmap_snapshot_final(g->sm);
 	/* without it (a full buffer) the window opens at the last snapshot that matched */

@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <inttypes.h>
+#include <sys/statvfs.h>
 
 #include "archive.h"
 #include "config.h"
@@ -144,17 +145,25 @@ int recorder_crash_segment_end(struct recorder *rec, struct archive_segment *seg
 	return r < 0 ? r : 0;
 }
 
-/* Read every CPU of the crash buffer into the open segment. */
-static int drain_crash_buffer(struct recorder *rec)
+/*
+ * Read every CPU of the crash buffer into side's segment, with the
+ * instance's page size (a copy of the layout: the recording's readers may
+ * be running on rec->layout).
+ */
+static int drain_crash_buffer(struct recorder *rec, struct archive *side)
 {
+	struct page_layout layout = rec->layout;
 	int n = tracing_nr_cpus(rec->tracing);
 
+	layout.page_size = rec->capture->page_size;
 	for (int cpu = 0; cpu < n; cpu++) {
 		struct cpu_reader_params p =
 			recorder_reader_params(rec, crash_buffer_instance(rec->crash), cpu);
 		struct cpu_reader *reader = NULL;
 		int r;
 
+		p.archive = side;
+		p.layout = &layout;
 		p.notify_fd = -1;	/* drained here, no thread to hear from */
 		/* an offline CPU kept its pages too, but has no trace_pipe_raw to read now */
 		if (!tracing_cpu_online(rec->tracing, cpu))
@@ -320,40 +329,82 @@ static unsigned crash_page_size(struct recorder *rec)
 	return kb ? (unsigned)(kb * 1024) : (unsigned)getpagesize();
 }
 
+/* A save that failed on these (a full disk, a device error) is tried again later. */
+static bool save_retried(int r)
+{
+	return r == -ENOSPC || r == -EDQUOT || r == -EIO;
+}
+
+/*
+ * Room for the whole buffer as read (before compression) on the archive's
+ * file system, after retention: a drain stopped by a full disk would have
+ * consumed the pages it could not write.
+ */
+static int capture_room(struct recorder *rec)
+{
+	uint64_t need = crash_buffer_cpu_bytes(rec->crash) * rec->nr_cpus;
+	struct statvfs sv;
+
+	archive_enforce_retention(rec->archive);
+	if (statvfs(rec->cfg->directory, &sv) < 0)
+		return -errno;
+	return (uint64_t)sv.f_bavail * sv.f_frsize >= need ? 0 : -ENOSPC;
+}
+
+/*
+ * The previous boot's pages as a segment of their own, beside the
+ * recording's (the archive's side segment: the recording may be running
+ * when this is retried). Returns 0 when saved, -ENOSPC (or another error
+ * opening the segment) when nothing was read: the buffer is as it was,
+ * for a later try. Logs.
+ */
 static int save_previous(struct recorder *rec, const char *clock, struct crash_previous *prev)
 {
 	_cleanup_free_ char *path = NULL;
 	char when[64] = "an unknown time";
-	unsigned page_size;
+	struct archive *side = NULL;
+	uint64_t failed = 0;
 	int r;
 
-	r = recorder_collect_formats(rec);
-	if (r < 0)
-		return r;
+	/* the recording's readers use these: collected once */
+	if (!rec->formats) {
+		r = recorder_collect_formats(rec);
+		if (r < 0)
+			return r;
+	}
 	r = tracing_nr_cpus(rec->tracing);
 	rec->nr_cpus = r > 0 ? (unsigned)r : 1;
-	r = find_overlap(rec, clock, prev);
-	if (r < 0)
-		return r;
-	prev->nr_pairs = wallclock_pairs_sort(prev->pairs, prev->nr_pairs);
+	if (!prev->overlap_found) {
+		r = find_overlap(rec, clock, prev);
+		if (r < 0)
+			return r;
+		prev->overlap_found = true;
+		prev->nr_pairs = wallclock_pairs_sort(prev->pairs, prev->nr_pairs);
+		prev->page_size = crash_page_size(rec);
+	}
+	r = capture_room(rec);
 	rec->capture = prev;
-	page_size = rec->layout.page_size;
-	rec->layout.page_size = crash_page_size(rec);
-	r = archive_start(rec->archive);
+	if (r >= 0)
+		r = archive_open_side(rec->archive, &side);
 	if (r < 0) {
 		rec->capture = NULL;
-		rec->layout.page_size = page_size;
-		return log_errno(LOG_ERR, r, "cannot start the crash capture segment");
+		if (!save_retried(r))
+			log_errno(LOG_ERR, r, "cannot start the crash capture segment");
+		return r;
 	}
-	r = drain_crash_buffer(rec);
+	r = drain_crash_buffer(rec, side);
 	/* a failed CPU still leaves the others' pages: finish what was written */
-	if (archive_close(rec->archive, &path) < 0 && r == 0)
+	if (archive_close_side(rec->archive, side, &path, &failed) < 0 && r == 0)
 		r = -EIO;
 	rec->capture = NULL;
-	rec->layout.page_size = page_size;
-	if (r < 0)
-		return log_errno(LOG_ERR, r, "cannot save the crash buffer of boot %s",
-				 prev->boot_id);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "cannot save the crash buffer of boot %s", prev->boot_id);
+		/* its pages were read (consumed): not tried again */
+		return save_retried(r) ? -ECANCELED : r;
+	}
+	if (failed)
+		log_err("the crash capture '%s' of boot %s is incomplete: %" PRIu64 " writes of its "
+			"frames failed", path ?: "?", prev->boot_id, failed);
 	if (prev->nr_pairs) {
 		const struct wallclock_pair *lp = &prev->pairs[prev->nr_pairs - 1];
 
@@ -368,19 +419,83 @@ static int save_previous(struct recorder *rec, const char *clock, struct crash_p
 	return 0;
 }
 
+/* The recording's clock, so that both can be compared at the next boot; NULL if unknown. */
+static char *crash_clock(struct recorder *rec)
+{
+	return rec->cfg->clock ? strdup(rec->cfg->clock) : tracing_clock(rec->tracing);
+}
+
+
+/* Arm the black box for this boot. Logs. */
+static void arm(struct recorder *rec)
+{
+	_cleanup_free_ char *clock = crash_clock(rec);
+	int r;
+
+	r = crash_buffer_arm(rec->crash, rec->boot_id, rec->uts.release, rec->uts.version, clock);
+	if (r == -EUCLEAN) {
+		log_warn("the crash buffer is not in overwrite mode (it took trace_options="
+			 "nooverwrite from the kernel command line) and would keep the oldest "
+			 "events, not the last: remove nooverwrite (stackmapctl boot-cmdline); "
+			 "continuing without it");
+		return;
+	}
+	if (r < 0) {
+		log_errno(LOG_WARNING, r, "cannot start the crash buffer, continuing without it");
+		return;
+	}
+	log_info("crash buffer armed: %" PRIu64 " KiB per CPU in instance '%s'",
+		 crash_buffer_cpu_bytes(rec->crash) / 1024, CONFIG_CRASH_INSTANCE);
+	r = crash_buffer_record_error(rec->crash);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot write the armed record '%s/%s': at the next boot "
+			  "the crash buffer is saved only if one of its markers is left, continuing",
+			  rec->cfg->directory, CRASH_ARMED_RECORD);
+}
+
+/* A save that failed at start, tried again; armed once it is saved. */
+static void retry_save(struct recorder *rec)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT;
+	_cleanup_free_ char *clock = crash_clock(rec);
+	int r;
+
+	r = save_previous(rec, clock, rec->crash_pending);
+	if (save_retried(r)) {
+		log_ratelimit_errno(&rl, LOG_WARNING, r, "the crash buffer of boot %s is still not "
+				    "saved: no room in '%s' for it, retrying",
+				    rec->crash_pending->boot_id, rec->cfg->directory);
+		return;
+	}
+	/* saved, or given up (logged): this boot's black box from now on */
+	crash_previous_done(rec->crash_pending);
+	free(rec->crash_pending);
+	rec->crash_pending = NULL;
+	arm(rec);
+	/* the recording's tasks run already: out of the black box too */
+	if (crash_buffer_armed(rec->crash))
+		recorder_exclude_self(rec);
+}
+
+/* How often a save that found no room is tried again. */
+#define CRASH_RETRY_USEC (1 * USEC_PER_SEC)
+
 static int on_crash_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct recorder *rec = userdata;
 	static struct log_ratelimit rl = LOG_RATELIMIT_INIT;
 	int r;
 
-	if (crash_buffer_armed(rec->crash)) {
+	if (rec->crash_pending)
+		retry_save(rec);
+	else if (crash_buffer_armed(rec->crash)) {
 		r = crash_buffer_mark_clock(rec->crash);
 		if (r < 0)
 			log_ratelimit_errno(&rl, LOG_WARNING, r,
 					    "cannot write a clock marker to the crash buffer, continuing");
 	}
-	return sd_event_source_set_time_relative(s, rec->cfg->crash_clock_interval_usec);
+	return sd_event_source_set_time_relative(s, rec->crash_pending ? CRASH_RETRY_USEC :
+						 rec->cfg->crash_clock_interval_usec);
 }
 
 int recorder_crash_start(struct recorder *rec)
@@ -401,44 +516,45 @@ int recorder_crash_start(struct recorder *rec)
 		return log_errno(LOG_ERR, r, "cannot open the crash buffer instance '%s'",
 				 CONFIG_CRASH_INSTANCE);
 	/* the clock the previous boot's crash buffer ran on: the recording's, then as now */
-	clock = rec->cfg->clock ? strdup(rec->cfg->clock) : tracing_clock(rec->tracing);
+	clock = crash_clock(rec);
 	r = crash_buffer_read_previous(rec->crash, rec->boot_id, &prev);
 	if (r < 0)
 		log_errno(LOG_WARNING, r, "cannot read the crash buffer, continuing without what "
 			  "it holds");
 	else if (prev.boot_id)
-		(void)save_previous(rec, clock, &prev);
+		r = save_previous(rec, clock, &prev);
 	else if (prev.lines)
 		log_info("the crash buffer holds %" PRIu64 " lines of this boot or of no stackmapd "
 			 "run (no marker, no armed record of another boot): not saved", prev.lines);
-	crash_previous_done(&prev);
-
-	/* the recording's clock, so that both can be compared at the next boot */
-	r = crash_buffer_arm(rec->crash, rec->boot_id, rec->uts.release, rec->uts.version, clock);
-	if (r == -EUCLEAN) {
-		log_warn("the crash buffer is not in overwrite mode (it took trace_options="
-			 "nooverwrite from the kernel command line) and would keep the oldest "
-			 "events, not the last: remove nooverwrite (stackmapctl boot-cmdline); "
-			 "continuing without it");
-		return 0;
+	if (prev.boot_id && save_retried(r)) {
+		/*
+		 * No room even after retention: the black box is left as it is
+		 * (tracing off keeps its pages) and saved once there is room,
+		 * before it is armed for this boot.
+		 */
+		log_errno(LOG_WARNING, r, "cannot save the crash buffer of the previous boot %s now: "
+			  "no room in '%s'; it is kept in the buffer, unarmed, and saved as soon as "
+			  "there is room", prev.boot_id, rec->cfg->directory);
+		rec->crash_pending = malloc(sizeof(*rec->crash_pending));
+		if (!rec->crash_pending) {
+			crash_previous_done(&prev);
+			return log_errno(LOG_ERR, -ENOMEM, "out of memory");
+		}
+		*rec->crash_pending = prev;
+	} else {
+		crash_previous_done(&prev);
+		arm(rec);
+		if (!crash_buffer_armed(rec->crash))
+			return 0;
 	}
-	if (r < 0) {
-		log_errno(LOG_WARNING, r, "cannot start the crash buffer, continuing without it");
-		return 0;
-	}
-	log_info("crash buffer armed: %" PRIu64 " KiB per CPU in instance '%s'",
-		 crash_buffer_cpu_bytes(rec->crash) / 1024, CONFIG_CRASH_INSTANCE);
-	r = crash_buffer_record_error(rec->crash);
-	if (r < 0)
-		log_errno(LOG_WARNING, r, "cannot write the armed record '%s/%s': at the next boot "
-			  "the crash buffer is saved only if one of its markers is left, continuing",
-			  rec->cfg->directory, CRASH_ARMED_RECORD);
 	r = sd_event_add_time_relative(rec->event, &rec->crash_timer, CLOCK_MONOTONIC,
+				       rec->crash_pending ? CRASH_RETRY_USEC :
 				       rec->cfg->crash_clock_interval_usec, 0, on_crash_timer, rec);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(rec->crash_timer, SD_EVENT_ON);
 	if (r < 0)
-		log_errno(LOG_WARNING, r, "cannot set the crash buffer's clock timer, continuing");
+		log_errno(LOG_WARNING, r, "cannot set the crash buffer's %s timer, continuing",
+			  rec->crash_pending ? "retry" : "clock");
 	return 0;
 }
 
@@ -453,22 +569,12 @@ void recorder_crash_stop(struct recorder *rec)
 		log_errno(LOG_WARNING, r, "cannot mark the clean stop in the crash buffer");
 }
 
-void recorder_crash_exclude(struct recorder *rec, const int *pids, size_t n)
-{
-	int r;
-
-	if (!crash_buffer_armed(rec->crash))
-		return;
-	r = crash_buffer_exclude_pids(rec->crash, pids, n);
-	if (r < 0)
-		log_errno(LOG_WARNING, r, "cannot keep the daemon's tasks out of the crash buffer, "
-			  "continuing");
-}
-
 const char *recorder_crash_state(const struct recorder *rec)
 {
 	if (!rec->cfg->crash_buffer_size)
 		return "off";
+	if (rec->crash_pending)
+		return "not armed: the previous boot's crash buffer waits for room in the archive";
 	if (crash_buffer_armed(rec->crash))
 		return "armed";
 	if (!rec->crash)
@@ -479,5 +585,9 @@ const char *recorder_crash_state(const struct recorder *rec)
 void recorder_crash_free(struct recorder *rec)
 {
 	rec->crash_timer = sd_event_source_disable_unref(rec->crash_timer);
+	if (rec->crash_pending)
+		crash_previous_done(rec->crash_pending);
+	free(rec->crash_pending);
+	rec->crash_pending = NULL;
 	rec->crash = crash_buffer_free(rec->crash);
 }

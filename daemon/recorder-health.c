@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "cpu-reader.h"
+#include "crash-buffer.h"
 #include "generations.h"
 #include "log.h"
 #include "recorder-internal.h"
@@ -36,7 +37,12 @@ void recorder_exclude_self(struct recorder *rec)
 	r = tracing_exclude_pids(rec->tracing, pids, n);
 	if (r < 0 && r != -EOPNOTSUPP)
 		log_errno(LOG_WARNING, r, "cannot exclude the recorder's own tasks, continuing");
-	recorder_crash_exclude(rec, pids, n);
+	if (!crash_buffer_armed(rec->crash))
+		return;
+	r = crash_buffer_exclude_pids(rec->crash, pids, n);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot keep the daemon's tasks out of the crash buffer, "
+			  "continuing");
 }
 
 static bool has_reader(const struct recorder *rec, int cpu)

@@ -103,6 +103,7 @@ struct recorder {
 	struct crash_buffer *crash;		/* NULL: no crash buffer */
 	sd_event_source *crash_timer;		/* its clock markers */
 	const struct crash_previous *capture;	/* set while the previous boot's is saved */
+	struct crash_previous *crash_pending;	/* not saved yet (a full disk): retried */
 	uint64_t crash_captured;		/* previous boots saved at this start */
 };
 
@@ -232,9 +233,6 @@ int recorder_crash_start(struct recorder *rec);
 
 /* A clean stop: say so in the crash buffer. */
 void recorder_crash_stop(struct recorder *rec);
-
-/* Keep the daemon's tasks out of the crash buffer too. Logs. */
-void recorder_crash_exclude(struct recorder *rec, const int *pids, size_t n);
 
 /* The head and tail of the crash capture segment (rec->capture set), and its META keys. */
 int recorder_crash_segment_begin(struct recorder *rec, struct archive_segment *seg);

@@ -92,7 +92,8 @@ static int write_meta(struct recorder *rec, struct archive_segment *seg)
 		       "stack_id_event_id=%d\nkernel_stack_event_id=%d\nprint_event_id=%d\n",
 		       SEGMENT_VERSION, PACKAGE_VERSION, meta_boot_id(rec),
 		       meta_release(rec), meta_version(rec), rec->hostname, rec->uts.machine,
-		       rec->layout.page_size, rec->nr_cpus, clock ? clock : "local",
+		       rec->capture ? rec->capture->page_size : rec->layout.page_size, rec->nr_cpus,
+		       clock ? clock : "local",
 		       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "little" : "big", sizeof(long),
 		       rec->capture ? CONFIG_CRASH_INSTANCE : tracing_instance_name(rec->tracing),
 		       rec->recording_id, seg->seq,
@@ -104,9 +105,9 @@ static int write_meta(struct recorder *rec, struct archive_segment *seg)
 		r = recorder_crash_meta(rec, &m);
 	if (r == 0) {
 		r = buf_printf(&m, "online_cpus=");
-		for (unsigned i = 0; r == 0 && i < rec->nr_readers; i++)
+		for (unsigned i = 0; r == 0 && !rec->capture && i < rec->nr_readers; i++)
 			r = buf_printf(&m, "%s%d", i ? "," : "", cpu_reader_cpu(rec->readers[i]));
-		/* a crash capture is read before the readers exist: the CPUs it reads */
+		/* a crash capture has readers of its own: the CPUs it reads */
 		for (unsigned cpu = 0, n = 0; r == 0 && rec->capture && cpu < rec->nr_cpus; cpu++)
 			if (tracing_cpu_online(rec->tracing, (int)cpu))
 				r = buf_printf(&m, "%s%u", n++ ? "," : "", cpu);

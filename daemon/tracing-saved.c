@@ -13,6 +13,8 @@
  */
 #include <ctype.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "config.h"
@@ -164,6 +166,47 @@ static void set_aside(const char *path, const char *why)
 		"be left, continuing", path, why, aside);
 }
 
+/*
+ * The file is written into tracefs by root at start: it is trusted only
+ * when no one but us could have put it there, that is when it and its
+ * directory belong to root (or to us) and neither is writable by a group
+ * or by others. A file that fails the check is left as it is (renaming it
+ * inside a directory others control is no safer) and not used. Returns 0
+ * when it can be trusted, -ENOENT when there is none, else -EPERM (logged).
+ */
+static int check_trusted(const char *path)
+{
+	_cleanup_free_ char *dir = NULL;
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	uid_t me = geteuid();
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? -ENOENT : log_errno(LOG_ERR, -errno, "cannot check '%s': the "
+							      "saved tracefs state is not used", path);
+	if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != me) || (st.st_mode & 022)) {
+		log_err("'%s' is not a regular file of root's that only its owner can write (uid %u, "
+			"mode %04o): the saved tracefs state is not used, nor put back; remove the file, "
+			"or move [control] socket into a directory of root's", path,
+			(unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	if (!dir)
+		return -ENOMEM;
+	if (stat(dir, &st) < 0)
+		return log_errno(LOG_ERR, -errno, "cannot check '%s': the saved tracefs state '%s' is "
+				 "not used", dir, path);
+	if ((st.st_uid != 0 && st.st_uid != me) || (st.st_mode & 022)) {
+		log_err("the directory '%s' of the saved tracefs state '%s' does not belong to root or is "
+			"writable by a group or by others (uid %u, mode %04o): the state is not used, nor "
+			"put back; move [control] socket into a directory of root's", dir, path,
+			(unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 struct saved_entry {
 	bool truncate;
 	char *rel, *value;
@@ -217,6 +260,8 @@ int tracing_saved_load(struct tracing *t)
 	int n, r;
 
 	if (saved_path(t, path) < 0)
+		return 0;
+	if (check_trusted(path) < 0)
 		return 0;
 	r = read_file(path, &text, &len);
 	if (r == -ENOENT)

@@ -284,11 +284,12 @@ read_count() {
 	echo "$n"
 }
 
-# drained INSTANCE: every CPU buffer of INSTANCE was read to its end (fails
-# otherwise); sets KERNEL_READ (events read from it) and KERNEL_LOST
-# (overrun and dropped events), as the kernel counts them.
+# drained INSTANCE [DAEMON_LOG]: every CPU buffer of INSTANCE was read to its
+# end (fails otherwise); sets KERNEL_READ (events read from it) and
+# KERNEL_LOST (overrun and dropped events), as the kernel counts them, or as
+# the daemon of DAEMON_LOG logged them before it emptied the buffer.
 drained() {
-	local s e o dr r
+	local s e o dr r line
 	KERNEL_READ=0
 	KERNEL_LOST=0
 	for s in "$TRACEFS/instances/$1"/per_cpu/cpu*/stats; do
@@ -300,6 +301,20 @@ drained() {
 		KERNEL_LOST=$((KERNEL_LOST + o + dr))
 		KERNEL_READ=$((KERNEL_READ + r))
 	done
+	# The daemon empties a buffer before it puts its size back (the kernel's
+	# page counts), which zeroes these: it logs them first, the stop's
+	# (the largest) count.
+	[ $# -ge 2 ] || return 0
+	while IFS= read -r line; do
+		[[ $line =~ the\ kernel\ had\ read\ ([0-9]+)\ events\ and\ lost\ ([0-9]+)\;\ ([0-9]+)\ unread ]] ||
+			continue
+		[ "${BASH_REMATCH[3]}" = 0 ] ||
+			fail "the daemon emptied ${BASH_REMATCH[3]} unread events at its stop: $line"
+		if [ "${BASH_REMATCH[1]}" -gt "$KERNEL_READ" ]; then
+			KERNEL_READ=${BASH_REMATCH[1]}
+			KERNEL_LOST=${BASH_REMATCH[2]}
+		fi
+	done < <(grep -a "emptied the ring buffer '[^']*/instances/$1[/']" "$2")
 }
 
 # tracefs_state: global tracing state, to prove a test left it as it found

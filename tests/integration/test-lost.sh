@@ -47,7 +47,7 @@ kill -CONT "$DAEMON_PID"
 "$SMLOAD" -j 1 -t 1 -q
 stop_daemon_ok "$tmp/daemon.log"
 
-drained "$inst"
+drained "$inst" "$tmp/daemon.log"
 note "kernel read $KERNEL_READ events, lost $KERNEL_LOST"
 [ "$KERNEL_LOST" -gt 0 ] || fail "the kernel lost nothing: the test forced no loss"
 # the log says what was lost and what keeps it

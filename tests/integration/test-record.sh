@@ -47,7 +47,7 @@ wait $load
 stop_daemon_ok "$tmp/daemon.log"
 
 # What the kernel says it wrote and we read: nothing left behind.
-drained "$inst"
+drained "$inst" "$tmp/daemon.log"
 read_events=$KERNEL_READ
 kernel_lost=$KERNEL_LOST
 note "kernel: $read_events events read from the instance, $kernel_lost lost"

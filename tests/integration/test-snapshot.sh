@@ -92,7 +92,7 @@ wait "$load" 2>/dev/null
 stop_daemon_ok "$tmp/daemon.log"
 
 # What the kernel says it wrote and we read: nothing dropped, nothing left.
-drained "$inst"
+drained "$inst" "$tmp/daemon.log"
 [ "$KERNEL_LOST" = 0 ] || fail "the kernel lost $KERNEL_LOST events (overrun, dropped)"
 read_events=$KERNEL_READ
 

@@ -67,8 +67,17 @@ static void mkdirs(const char *rel)
 	(void)mkdir(p, 0755);
 }
 
+static void rmdirs(const char *rel)
+{
+	_cleanup_free_ char *p = NULL;
+
+	CHECK(strprintf(&p, "%s/%s", root, rel) == 0);
+	CHECK_MSG(rmdir(p) == 0, "rmdir %s: %m", p);
+}
+
 #define I "instances/" CONFIG_CRASH_INSTANCE "/"
 #define BOOT1 "8d1cec80-6b9d-4305-827e-d9545a3f45a8"
+#define BOOT2 "2f0e1b7c-1a5d-4c1e-9d0a-6f1f6b2c9e11"
 
 static void make_instance(void)
 {
@@ -297,6 +306,41 @@ static void test_arm(void)
 		CHECK(streq(v, "42 43"));
 		free(v);
 	}
+
+	/*
+	 * Armed again (a restart) while the record cannot be written (its
+	 * temporary file is a directory here, as ENOSPC or EROFS would fail
+	 * it): no record is left, not the old one, so a buffer whose markers
+	 * were all overwritten is not given to the boot that armed it before.
+	 */
+	mkdirs(CRASH_ARMED_RECORD ".new/x");
+	CHECK(crash_buffer_arm(cb, BOOT2, "6.12.117-stackmap", "#1 SMP", "local") == 0);
+	CHECK(crash_buffer_record_error(cb) < 0);
+	v = get(CRASH_ARMED_RECORD);
+	CHECK_MSG(streq(v, "(unreadable)"), "the old armed record is left: %s", v);
+	free(v);
+	{
+		struct crash_previous p;
+
+		read_prev("  smload-82 [000] .....  6.2: kmem_cache_alloc: call_site=x ptr=y\n", BOOT2,
+			  &p);
+		CHECK_MSG(!p.boot_id && !p.markers_lost, "this boot's events taken for boot %s",
+			  p.boot_id);
+		crash_previous_done(&p);
+	}
+	rmdirs(CRASH_ARMED_RECORD ".new/x");
+	rmdirs(CRASH_ARMED_RECORD ".new");
+
+	/* a record that cannot be removed: the buffer is left as it is, not armed */
+	mkdirs(CRASH_ARMED_RECORD "/x");
+	put(I "trace", "previous\n");
+	CHECK(crash_buffer_arm(cb, BOOT2, "r", "v", "local") < 0);
+	CHECK(!crash_buffer_armed(cb));
+	v = get(I "trace");
+	CHECK_MSG(streq(v, "previous\n"), "the buffer was cleared: %s", v);
+	free(v);
+	rmdirs(CRASH_ARMED_RECORD "/x");
+	rmdirs(CRASH_ARMED_RECORD);
 	config_done(&c);
 }
 

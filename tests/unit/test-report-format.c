@@ -4,7 +4,8 @@
  * CPU field whatever the width, nanosecond clocks as seconds.microseconds,
  * counter clocks (x86-tsc) as raw counts in report and in info's spans.
  * And info on an unfinished segment whose INDEX record is malformed says
- * damaged and exits 1. Segments are written with the library's writer;
+ * damaged and exits 1. --boot -1 finds a crash capture's boot saved after
+ * the next boot's first segment. Segments are written with the library's writer;
  * the stackmapctl built next to the test prints them.
  */
 #include <fcntl.h>
@@ -27,16 +28,17 @@ static const char tick_format[] =
 	"\tfield:int n;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"n=%d\", REC->n\n";
 
-/* A segment with two ticks on CPU 1 at ts and ts + delta. */
-static char *make(const char *name, const char *clock, uint64_t ts, uint32_t delta)
+/* A segment with two ticks on CPU 1 at ts and ts + delta, more META lines in extra. */
+static char *make_meta(const char *name, const char *clock, uint64_t ts, uint32_t delta,
+		       const char *extra)
 {
 	struct segment_writer *w;
 	struct segment_index idx = {};
 	uint8_t pg[64] = {};
-	char *path = NULL, meta[256];
+	char *path = NULL, meta[1024];
 
 	snprintf(meta, sizeof(meta), "format_version=1\nproducer=test\npage_size=4096\n"
-		 "long_size=8\nbyte_order=little\nclock=%s\n", clock);
+		 "long_size=8\nbyte_order=little\nclock=%s\n%s", clock, extra);
 	CHECK(segment_writer_open(dir, name, &w) == 0);
 	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, meta, strlen(meta), 0,
 				    NULL) == 0);
@@ -53,6 +55,11 @@ static char *make(const char *name, const char *clock, uint64_t ts, uint32_t del
 	CHECK(segment_writer_append(w, SEGMENT_REC_PAGES, 1, pg, 48, 0, NULL) == 0);
 	CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
 	return path;
+}
+
+static char *make(const char *name, const char *clock, uint64_t ts, uint32_t delta)
+{
+	return make_meta(name, clock, ts, delta, "");
 }
 
 /*
@@ -141,6 +148,30 @@ int main(void)
 		  run_status);
 	expect(c, "state:        damaged");
 
+	test_rmtree(dir);
+	free(dir);
+
+	/*
+	 * --boot -1 is the boot before the last also when that boot's crash
+	 * capture was saved after the last boot's first segment (it waited
+	 * for room in the archive): the capture's boot came first.
+	 */
+	dir = test_tmpdir();
+	free(make_meta("00000001-live", "local", 2000000000ULL, 1000,
+		       "boot_id=bbbb2222\nopened_usec=1700000100000000\n"));
+	free(make_meta("00000002-capture", "local", 9000000000ULL, 1000,
+		       "boot_id=aaaa1111\nopened_usec=1700000101000000\ncapture=crash\n"
+		       "capture_current_boot_id=bbbb2222\ncapture_last_usec=1700000050000000\n"));
+	free(a);
+	a = NULL;
+	CHECK(strprintf(&a, "report --boot -1 %s", dir) == 0);
+	expect(a, " 9.000000: tick:");
+	{
+		_cleanup_free_ char *out = run(a);
+
+		CHECK_MSG(!strstr(out, " 2.000000: tick:"), "--boot -1 holds the last boot:\n%s",
+			  out);
+	}
 	test_rmtree(dir);
 	free(dir);
 	return tests_done("test-report-format");

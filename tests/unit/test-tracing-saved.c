@@ -6,7 +6,8 @@
  * it off; a run that ends without restoring (a child that exits at once,
  * as kill -9 would) leaves the file, and the next run adopts it and puts
  * back the original at its clean stop; a file of another instance is put
- * back at start; a damaged file is set aside. A default sub-buffer size the
+ * back at start; a damaged file is set aside; a file that others could
+ * have written (owner, mode, directory) is not used. A default sub-buffer size the
  * kernel refuses leaves the kernel's size and nothing to put back; a
  * configured one it refuses is an error.
  */
@@ -230,6 +231,71 @@ static void test_damaged(void)
 }
 
 /*
+ * A saved state that someone else could have written (the socket in a
+ * shared directory) is never written into tracefs: not when the file is
+ * writable by a group or by others or belongs to another user, nor when
+ * its directory is; it is left where it is. Root's file in root's
+ * directory is put back.
+ */
+static void test_untrusted(void)
+{
+	_cleanup_free_ char *dir = new_tree(), *file = NULL, *run = NULL;
+	const char *planted = "stackmapd-tracefs-state 1\ninstance\tgone\n"
+			      "set\toptions/record-tgid\tplanted\n";
+	struct {
+		const char *what;
+		mode_t file_mode, dir_mode;
+		uid_t file_uid, dir_uid;
+	} cases[] = {
+		{ "a world-writable file", 0666, 0755, 0, 0 },
+		{ "a group-writable file", 0620, 0755, 0, 0 },
+		{ "another user's file", 0600, 0755, 65534, 0 },
+		{ "a world-writable directory", 0600, 0777, 0, 0 },
+		{ "a sticky world-writable directory", 0600, 01777, 0, 0 },
+		{ "a group-writable directory", 0600, 0775, 0, 0 },
+		{ "another user's directory", 0600, 0755, 0, 65534 },
+	};
+	struct fixture f;
+	struct tracing *t;
+
+	if (geteuid() != 0) {
+		printf("test-tracing-saved: not root, the ownership cases are skipped\n");
+		test_rmtree(dir);
+		return;
+	}
+	CHECK(strprintf(&file, "%s/run/control.tracefs", dir) >= 0);
+	CHECK(strprintf(&run, "%s/run", dir) >= 0);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		fixture_init(&f, dir, NULL);
+		put(dir, "run/control.tracefs", planted);
+		CHECK(chmod(file, cases[i].file_mode) == 0 && chown(file, cases[i].file_uid, 0) == 0);
+		CHECK(chmod(run, cases[i].dir_mode) == 0 && chown(run, cases[i].dir_uid, 0) == 0);
+		t = NULL;
+		CHECK(tracing_open(dir, &f.c, &t) == 0);
+		CHECK_MSG(exists(dir, "run/control.tracefs") && !exists(dir, "run/control.tracefs.damaged"),
+			  "%s: the file is left where it is", cases[i].what);
+		{
+			_cleanup_free_ char *v = get(dir, "options/record-tgid");
+
+			CHECK_MSG(streq(v, "0"), "%s was trusted: record-tgid is '%s'", cases[i].what, v);
+		}
+		tracing_free(t);
+		(void)unlink(file);	/* the stop removes it: nothing to put back */
+	}
+	/* root's file in root's directory, neither writable by others: put back */
+	CHECK(chmod(run, 0755) == 0 && chown(run, 0, 0) == 0);
+	fixture_init(&f, dir, NULL);
+	put(dir, "run/control.tracefs", planted);
+	CHECK(chmod(file, 0600) == 0);
+	t = NULL;
+	CHECK(tracing_open(dir, &f.c, &t) == 0);
+	EXPECT_FILE(dir, "options/record-tgid", "planted");
+	CHECK(!exists(dir, "run/control.tracefs"));
+	tracing_free(t);
+	test_rmtree(dir);
+}
+
+/*
  * buffer_subbuf_size_kb that reads but cannot be written (a kernel that
  * refuses the change): /proc/version answers a write with EIO.
  */
@@ -279,6 +345,7 @@ int main(void)
 	test_stop_during_strict_reset();
 	test_crash_then_restart();
 	test_damaged();
+	test_untrusted();
 	test_subbuf_refused();
 	return tests_done("test-tracing-saved");
 }

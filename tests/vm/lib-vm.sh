@@ -55,12 +55,40 @@ build_smdump() {
 			-pthread 2>"$1/smdump-ids.build.log"
 }
 
+# The test's stderr as it was when this file was sourced: a guest run's
+# output is often redirected to a file, a failure of the kernel log is not.
+exec {_vm_stderr}>&2
+
+# vm_klog_check KLOG: fails the test when the guest's kernel log has a
+# warning, a BUG or an oops (a panic on a kernel with panic_on_warn), or
+# is missing. An intended panic ("Kernel panic - not syncing: sysrq
+# triggered crash") is none of these.
+vm_klog_check() {
+	local pat='WARNING:|BUG:|kernel BUG at|Oops|general protection fault|UBSAN:'
+	if [ ! -f "$1" ]; then
+		echo "FAIL: $TEST_NAME: the guest's kernel log $1 is missing" >&"$_vm_stderr"
+		exit 1
+	fi
+	grep -qaE "$pat" "$1" || return 0
+	{
+		echo "FAIL: $TEST_NAME: the guest's kernel warned ($1):"
+		grep -aE -A3 "$pat" "$1" | head -40 | LC_ALL=C tr -c '\11\12\40-\176' '?'
+	} >&"$_vm_stderr"
+	exit 1
+}
+
 # vm_run WORKDIR [run-in-vm options...] -- COMMAND: run COMMAND in the guest
-# with WORKDIR shared and as the current directory; prints its output.
+# with WORKDIR shared and as the current directory; prints its output,
+# returns its exit status; fails the test if the guest's kernel warned
+# (vm_klog_check), on every boot of a --reboots run.
 vm_run() {
-	local w=$1
+	local w=$1 rc=0
 	shift
-	"$RUN_IN_VM" --share "$w" --cwd "$w" --klog "$w/kernel.log" --env "top_srcdir=$top_srcdir" "$@"
+	rm -f "$w/kernel.log"
+	"$RUN_IN_VM" --share "$w" --cwd "$w" --klog "$w/kernel.log" --env "top_srcdir=$top_srcdir" \
+		"$@" || rc=$?
+	vm_klog_check "$w/kernel.log"
+	return $rc
 }
 
 # vm_guest WORKDIR [run-in-vm options...] -- COMMAND: run COMMAND in the
