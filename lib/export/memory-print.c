@@ -1,0 +1,734 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What memory.c found, shown (memory.h): text tables (the curve, the peak
+ * and --at moment with their stacks as a table and as top's tree of
+ * callers, what is still live at the end by age and by stack, churn,
+ * gaps), one JSON document with the same, the curve as a small SVG, and
+ * the stacks of a moment for the flame graph writer.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "calltree.h"
+#include "json.h"
+#include "memory-internal.h"
+
+#define NSEC_PER_SEC UINT64_C(1000000000)
+#define CURVE_KINDS 4			/* kinds with a column of their own in the text curve */
+#define JSON_MAX ((size_t)64 << 20)
+
+/* Ages of what is still live at the end. */
+static const struct {
+	const char *name;
+	uint64_t below_s;		/* 0: no bound */
+} bands[] = {
+	{ "< 1 s", 1 }, { "1-10 s", 10 }, { "10-60 s", 60 }, { "1-10 min", 600 },
+	{ "10-60 min", 3600 }, { "1-6 h", 6 * 3600 }, { ">= 6 h", 0 },
+};
+#define NR_BANDS ARRAY_SIZE(bands)
+
+struct row {
+	size_t stack;
+	struct mem_live v;
+	uint64_t sort;
+};
+
+static double secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+static const char *human(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	size_t u = 0;
+
+	while (v >= 1024 && u + 1 < ARRAY_SIZE(units)) {
+		v /= 1024;
+		u++;
+	}
+	if (!u)
+		(void)snprintf(buf, len, "%" PRIu64 " B", bytes);
+	else
+		(void)snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+/* "2026-12-05 11:20:01.123456" of a CLOCK_REALTIME time, local. */
+static const char *date(char *buf, size_t len, uint64_t wall)
+{
+	time_t s = (time_t)(wall / NSEC_PER_SEC);
+	struct tm tm;
+	size_t n;
+
+	if (!localtime_r(&s, &tm) || !(n = strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm)))
+		(void)snprintf(buf, len, "%" PRIu64, wall);
+	else
+		(void)snprintf(buf + n, len - n, ".%06" PRIu64, wall % NSEC_PER_SEC / 1000);
+	return buf;
+}
+
+/* How a moment reads: its date (when known), offset and trace-clock time. */
+static const char *moment_text(char *buf, size_t len, const struct memory *m, uint64_t t,
+			       uint64_t ts)
+{
+	char d[64];
+
+	if (m->wall_known)
+		(void)snprintf(buf, len, "%s (+%.3f s; trace %.6f)", date(d, sizeof(d), t),
+			       secs(t - m->t0), secs(ts));
+	else
+		(void)snprintf(buf, len, "trace %.6f (+%.3f s)", secs(ts), secs(t - m->t0));
+	return buf;
+}
+
+static const char *stack_key(const struct memory *m, size_t stack)
+{
+	return strmap_get(m->keys, m->stacks[stack].key, NULL);
+}
+
+/* The next ';'-separated part of *p: its start in *ret and its length. */
+static size_t next_part(const char **p, const char **ret)
+{
+	size_t len = strcspn(*p, ";");
+
+	*ret = *p;
+	*p += len;
+	if (**p == ';')
+		(*p)++;
+	return len;
+}
+
+/* "kmalloc: a <- b <- c" of a stack key. */
+static int stack_line(char **ret, const char *key)
+{
+	_cleanup_free_ char *t = NULL;
+	const char *p = key, *part;
+	size_t len;
+	int r, i = 0;
+
+	r = strextendf(&t, "%s", "");
+	while (r >= 0 && *p) {
+		len = next_part(&p, &part);
+		r = strextendf(&t, "%s%.*s", i == 0 ? "" : i == 1 ? ": " : " <- ", (int)len, part);
+		i++;
+	}
+	if (r < 0)
+		return r;
+	*ret = steal_ptr(t);
+	return 0;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->sort != y->sort)
+		return x->sort > y->sort ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* Stacks with their figures at moment k (-1: now), those holding something, sorted by bytes. */
+static int rows_at(const struct memory *m, int k, struct row **ret, size_t *ret_n)
+{
+	struct row *rows = calloc(m->nr_stacks ?: 1, sizeof(*rows));
+	size_t n = 0;
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nr_stacks; i++) {
+		const struct mem_stack *st = &m->stacks[i];
+		struct mem_live v = k < 0 ? st->live : mem_at(m, st->snap, &st->live, k);
+
+		if (v.bytes)
+			rows[n++] = (struct row){ i, v, v.bytes };
+	}
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}
+
+/* Mean age at time t of the objects of v. */
+static double mean_age(const struct memory *m, const struct mem_live *v, uint64_t t)
+{
+	double mean;
+
+	if (!v->objs)
+		return 0;
+	mean = v->tsum / (double)v->objs + (double)m->t0;
+	return mean < (double)t ? ((double)t - mean) / 1e9 : 0;
+}
+
+static void json_frames(struct json_writer *w, const char *key)
+{
+	const char *p = key, *part;
+	size_t len;
+
+	len = next_part(&p, &part);
+	json_add_stringn(w, "event", part, len);
+	json_array_open(w, "frames");
+	while (*p) {
+		len = next_part(&p, &part);
+		json_add_stringn(w, NULL, part, len);
+	}
+	json_array_close(w);
+}
+
+/* The caller tree of rows[0..n): root's children are first frames, theirs their callers. */
+static int build_tree(const struct memory *m, struct calltree_node *root, const struct row *rows,
+		      size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *p = stack_key(m, rows[i].stack), *part;
+		struct calltree_node *cur = root;
+		size_t len = 0;
+
+		(void)next_part(&p, &part);	/* the event */
+		while (*p) {
+			len = next_part(&p, &part);
+			cur = calltree_child(cur, part, len);
+			if (!cur)
+				return -ENOMEM;
+			cur->count += rows[i].v.bytes;
+		}
+	}
+	calltree_sort(root);
+	return 0;
+}
+
+/* A moment as text: figures, stacks table, tree; or as a JSON object. */
+static int print_moment(struct memory *m, FILE *f, struct json_writer *w,
+			const struct memory_view *v, int k, const char *what)
+{
+	const struct mem_moment *mo = &m->moment[k];
+	_cleanup_free_ struct row *rows = NULL;
+	struct calltree_node root = {};
+	char when[160], b1[32], b2[32];
+	size_t n, limit = v->limit ?: 10;
+	int r;
+
+	r = rows_at(m, k, &rows, &n);
+	if (r < 0)
+		return r;
+	if (w) {
+		json_object_open(w, what);
+		json_add_uint(w, "time_ns", mo->t);
+		json_add_double(w, "offset_s", secs(mo->t - m->t0));
+		json_add_double(w, "trace_s", secs(mo->ts));
+		if (m->wall_known)
+			json_add_string(w, "date", date(when, sizeof(when), mo->t));
+		json_add_uint(w, "bytes", mo->total.bytes);
+		json_add_uint(w, "objects", mo->total.objs);
+		json_add_uint(w, "uncertain_bytes", mo->uncertain);
+		json_array_open(w, "kinds");
+		for (size_t i = 0; i < m->nr_kinds; i++) {
+			const struct mem_kind *kd = &m->kinds[i];
+			struct mem_live kv = mem_at(m, kd->snap, &kd->live, k);
+
+			if (!kv.bytes)
+				continue;
+			json_object_open(w, NULL);
+			json_add_string(w, "kind", strmap_get(m->kind_names, kd->name, NULL));
+			json_add_uint(w, "bytes", kv.bytes);
+			json_add_uint(w, "objects", kv.objs);
+			json_object_close(w);
+		}
+		json_array_close(w);
+		json_array_open(w, "stacks");
+		for (size_t i = 0; i < n && i < limit; i++) {
+			json_object_open(w, NULL);
+			json_add_uint(w, "bytes", rows[i].v.bytes);
+			json_add_uint(w, "objects", rows[i].v.objs);
+			json_add_double(w, "mean_age_s", mean_age(m, &rows[i].v, mo->t));
+			json_frames(w, stack_key(m, rows[i].stack));
+			json_object_close(w);
+		}
+		json_array_close(w);
+		json_object_close(w);
+		return 0;
+	}
+	fprintf(f, "\n# %s: %s in %" PRIu64 " objects at %s\n", what,
+		human(b1, sizeof(b1), mo->total.bytes), mo->total.objs,
+		moment_text(when, sizeof(when), m, mo->t, mo->ts));
+	if (mo->uncertain)
+		fprintf(f, "#   %s of it uncertain: allocated before events were lost (see gaps)\n",
+			human(b1, sizeof(b1), mo->uncertain));
+	fprintf(f, "%12s %10s %10s  %s\n", "bytes", "objects", "mean age", "stack (innermost first)");
+	for (size_t i = 0; i < n && i < limit; i++) {
+		_cleanup_free_ char *s = NULL, *line = NULL;
+
+		if (stack_line(&s, stack_key(m, rows[i].stack)) < 0 ||
+		    strprintf(&line, "%12s %10" PRIu64 " %8.1f s  %s",
+			      human(b2, sizeof(b2), rows[i].v.bytes), rows[i].v.objs,
+			      mean_age(m, &rows[i].v, mo->t), s) < 0)
+			return -ENOMEM;
+		calltree_put_line(f, line, v->width);
+	}
+	if (n > limit)
+		fprintf(f, "%12s  (%zu more stacks)\n", "", n - limit);
+	fprintf(f, "\n# %s by allocating function, with the tree of its callers (share of %s)\n",
+		what, human(b1, sizeof(b1), mo->total.bytes));
+	r = build_tree(m, &root, rows, n);
+	for (size_t i = 0; r >= 0 && i < root.nr_kids && i < limit; i++) {
+		const struct calltree_node *e = &root.kids[i];
+		char line[4200];
+
+		(void)snprintf(line, sizeof(line), "%10.2f%% %10s  %.*s",
+			       100.0 * (double)e->count / (double)MAX(mo->total.bytes, 1),
+			       human(b2, sizeof(b2), e->count), (int)MIN(e->len, (size_t)4096),
+			       e->name);
+		calltree_put_line(f, line, v->width);
+		calltree_print(e, f, "             ", mo->total.bytes, v->min_percent, v->width);
+	}
+	calltree_done(&root);
+	return r;
+}
+
+/* The text curve: one row per one or two points, total and the largest kinds. */
+static void print_curve(const struct memory *m, FILE *f)
+{
+	size_t n = m->cur + 1, g = (n + m->o.rows - 1) / m->o.rows, cols[CURVE_KINDS], nc = 0;
+	char b[32];
+
+	/* the kinds with the most at their own peak */
+	for (size_t i = 0; i < m->nr_kinds; i++) {
+		size_t j = nc < CURVE_KINDS ? nc++ : CURVE_KINDS - 1;
+
+		if (j == CURVE_KINDS - 1 && nc == CURVE_KINDS && j < i &&
+		    m->kinds[cols[j]].max_bytes >= m->kinds[i].max_bytes)
+			continue;
+		cols[j] = i;
+		for (; j > 0 && m->kinds[cols[j]].max_bytes > m->kinds[cols[j - 1]].max_bytes; j--) {
+			size_t t = cols[j];
+
+			cols[j] = cols[j - 1];
+			cols[j - 1] = t;
+		}
+	}
+	fprintf(f, "\n# live bytes every %.3f s (the most in each step)%s\n", secs(m->width * g),
+		m->nr_kinds > nc ? ", the kinds that held the most" : "");
+	fprintf(f, "%12s %12s %10s", "offset", "total", "objects");
+	for (size_t c = 0; c < nc; c++)
+		fprintf(f, " %14.14s", strmap_get(m->kind_names, m->kinds[cols[c]].name, NULL));
+	fputc('\n', f);
+	for (size_t i = 0; i < n; i += g) {
+		size_t last = MIN(i + g, n) - 1;
+		uint64_t max = 0;
+
+		for (size_t j = i; j <= last; j++)
+			max = MAX(max, m->curve[j].max_bytes);
+		fprintf(f, "%10.3f s %12s %10" PRIu64, secs(i * m->width), human(b, sizeof(b), max),
+			m->curve[last].end_objs);
+		for (size_t c = 0; c < nc; c++) {
+			const struct mem_point *p = m->kinds[cols[c]].curve;
+			uint64_t km = 0;
+
+			for (size_t j = i; j <= last; j++)
+				km = MAX(km, p[j].max_bytes);
+			fprintf(f, " %14s", human(b, sizeof(b), km));
+		}
+		fputc('\n', f);
+	}
+}
+
+static void json_curve(const struct memory *m, struct json_writer *w)
+{
+	json_object_open(w, "curve");
+	json_add_uint(w, "step_ns", m->width);
+	json_array_open(w, "points");
+	for (size_t i = 0; i <= m->cur; i++) {
+		json_object_open(w, NULL);
+		json_add_double(w, "offset_s", secs(i * m->width));
+		json_add_uint(w, "max_bytes", m->curve[i].max_bytes);
+		json_add_uint(w, "bytes", m->curve[i].end_bytes);
+		json_add_uint(w, "objects", m->curve[i].end_objs);
+		json_object_open(w, "kinds");
+		for (size_t k = 0; k < m->nr_kinds; k++)
+			if (m->kinds[k].curve[i].max_bytes)
+				json_add_uint(w, strmap_get(m->kind_names, m->kinds[k].name, NULL),
+					      m->kinds[k].curve[i].max_bytes);
+		json_object_close(w);
+		json_object_close(w);
+	}
+	json_array_close(w);
+	json_object_close(w);
+}
+
+/* What is live at the end: ages by band, and the oldest per stack (leak candidates). */
+static int print_end(struct memory *m, FILE *f, struct json_writer *w, const struct memory_view *v)
+{
+	uint64_t band_bytes[NR_BANDS] = {}, band_objs[NR_BANDS] = {}, uncertain = 0;
+	uint64_t end = m->t_last;
+	_cleanup_free_ struct row *rows = NULL;
+	size_t n, limit = v->limit ?: 10;
+	char b1[32], b2[32];
+	int r;
+
+	for (size_t i = 0; i < m->nr_stacks; i++)
+		m->stacks[i].end_min_t = UINT64_MAX;
+	for (size_t i = 0; i < m->nr_objs; i++) {
+		const struct mem_obj *o = &m->objs[i];
+		uint64_t age;
+		size_t b = 0;
+
+		if (!o->live || !o->selected)
+			continue;
+		age = (end - o->t) / NSEC_PER_SEC;
+		while (bands[b].below_s && age >= bands[b].below_s)
+			b++;
+		band_bytes[b] += o->bytes;
+		band_objs[b]++;
+		m->stacks[o->stack].end_min_t = MIN(m->stacks[o->stack].end_min_t, o->t);
+		if (m->last_loss_t && o->t <= m->last_loss_t)
+			uncertain += o->bytes;
+	}
+	r = rows_at(m, -1, &rows, &n);
+	if (r < 0)
+		return r;
+	if (w) {
+		json_object_open(w, "end");
+		json_add_uint(w, "time_ns", end);
+		json_add_uint(w, "bytes", m->total.bytes);
+		json_add_uint(w, "objects", m->total.objs);
+		json_add_uint(w, "uncertain_bytes", uncertain);
+		json_array_open(w, "ages");
+		for (size_t b = 0; b < NR_BANDS; b++) {
+			json_object_open(w, NULL);
+			json_add_string(w, "age", bands[b].name);
+			json_add_uint(w, "bytes", band_bytes[b]);
+			json_add_uint(w, "objects", band_objs[b]);
+			json_object_close(w);
+		}
+		json_array_close(w);
+		json_array_open(w, "stacks");
+	} else {
+		fprintf(f, "\n# still live at the end: %s in %" PRIu64 " objects",
+			human(b1, sizeof(b1), m->total.bytes), m->total.objs);
+		if (uncertain)
+			fprintf(f, " (%s uncertain: allocated before events were lost)",
+				human(b2, sizeof(b2), uncertain));
+		fprintf(f, "\n%12s %12s %10s\n", "age", "bytes", "objects");
+		for (size_t b = 0; b < NR_BANDS; b++)
+			if (band_objs[b])
+				fprintf(f, "%12s %12s %10" PRIu64 "\n", bands[b].name,
+					human(b1, sizeof(b1), band_bytes[b]), band_objs[b]);
+		fprintf(f, "\n# still live at the end by stack (leak candidates: many, and old)\n");
+		fprintf(f, "%12s %10s %10s %10s  %s\n", "bytes", "objects", "mean age", "oldest",
+			"stack (innermost first)");
+	}
+	for (size_t i = 0; i < n && i < limit; i++) {
+		const struct mem_stack *st = &m->stacks[rows[i].stack];
+		double oldest = st->end_min_t <= end ? secs(end - st->end_min_t) : 0;
+		_cleanup_free_ char *s = NULL, *line = NULL;
+
+		if (w) {
+			json_object_open(w, NULL);
+			json_add_uint(w, "bytes", rows[i].v.bytes);
+			json_add_uint(w, "objects", rows[i].v.objs);
+			json_add_double(w, "mean_age_s", mean_age(m, &rows[i].v, end));
+			json_add_double(w, "oldest_age_s", oldest);
+			json_frames(w, stack_key(m, rows[i].stack));
+			json_object_close(w);
+			continue;
+		}
+		if (stack_line(&s, stack_key(m, rows[i].stack)) < 0 ||
+		    strprintf(&line, "%12s %10" PRIu64 " %8.1f s %8.1f s  %s",
+			      human(b1, sizeof(b1), rows[i].v.bytes), rows[i].v.objs,
+			      mean_age(m, &rows[i].v, end), oldest, s) < 0)
+			return -ENOMEM;
+		calltree_put_line(f, line, v->width);
+	}
+	if (w) {
+		json_array_close(w);
+		json_object_close(w);
+	}
+	return 0;
+}
+
+/* Allocations freed within churn_ns, by stack. */
+static int print_churn(struct memory *m, FILE *f, struct json_writer *w, const struct memory_view *v)
+{
+	_cleanup_free_ struct row *rows = calloc(m->nr_stacks ?: 1, sizeof(*rows));
+	size_t n = 0, limit = v->limit ?: 10;
+	char b1[32];
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nr_stacks; i++)
+		if (m->stacks[i].churn)
+			rows[n++] = (struct row){ .stack = i, .sort = m->stacks[i].churn };
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	if (w) {
+		json_object_open(w, "churn");
+		json_add_double(w, "within_s", secs(m->o.churn_ns));
+		json_array_open(w, "stacks");
+	} else {
+		fprintf(f, "\n# churn: allocations freed within %.3f s, by stack\n", secs(m->o.churn_ns));
+		fprintf(f, "%12s %12s %12s  %s\n", "freed soon", "bytes", "allocations",
+			"stack (innermost first)");
+	}
+	for (size_t i = 0; i < n && i < limit; i++) {
+		const struct mem_stack *st = &m->stacks[rows[i].stack];
+		_cleanup_free_ char *s = NULL, *line = NULL;
+
+		if (w) {
+			json_object_open(w, NULL);
+			json_add_uint(w, "freed_soon", st->churn);
+			json_add_uint(w, "freed_soon_bytes", st->churn_bytes);
+			json_add_uint(w, "allocations", st->allocs);
+			json_frames(w, stack_key(m, rows[i].stack));
+			json_object_close(w);
+			continue;
+		}
+		if (stack_line(&s, stack_key(m, rows[i].stack)) < 0 ||
+		    strprintf(&line, "%12" PRIu64 " %12s %12" PRIu64 "  %s", st->churn,
+			      human(b1, sizeof(b1), st->churn_bytes), st->allocs, s) < 0)
+			return -ENOMEM;
+		calltree_put_line(f, line, v->width);
+	}
+	if (w) {
+		json_array_close(w);
+		json_object_close(w);
+	}
+	return 0;
+}
+
+/* What could not be paired, and where pairs are uncertain. */
+static void print_gaps(const struct memory *m, FILE *f, struct json_writer *w)
+{
+	char b1[32], when[160];
+
+	if (w) {
+		json_object_open(w, "gaps");
+		json_add_uint(w, "unknown_slab_frees", m->unknown_frees[MEM_SLAB]);
+		json_add_uint(w, "unknown_page_frees", m->unknown_frees[MEM_PAGES]);
+		json_add_uint(w, "lost_frees", m->lost_frees);
+		json_add_uint(w, "lost_free_bytes", m->lost_free_bytes);
+		json_add_uint(w, "boots", m->boots);
+		json_add_uint(w, "dropped_at_boot_end_objects", m->dropped_objs);
+		json_add_uint(w, "dropped_at_boot_end_bytes", m->dropped_bytes);
+		json_add_uint(w, "losses", m->all_losses);
+		json_array_open(w, "loss_list");
+		for (size_t i = 0; i < m->nr_losses; i++) {
+			const struct mem_loss *l = &m->losses[i];
+
+			json_object_open(w, NULL);
+			json_add_double(w, "offset_s", secs(l->t - m->t0));
+			json_add_double(w, "trace_s", secs(l->ts));
+			if (l->recording)
+				json_add_null(w, "cpu");
+			else
+				json_add_uint(w, "cpu", l->cpu);
+			json_add_int(w, "lost_events", l->lost);
+			json_add_uint(w, "uncertain_bytes", l->live_bytes);
+			json_object_close(w);
+		}
+		json_array_close(w);
+		json_object_close(w);
+		return;
+	}
+	fprintf(f, "\n# gaps\n");
+	fprintf(f, "frees of allocations not read (made before the selection): %" PRIu64
+		" slab, %" PRIu64 " page\n", m->unknown_frees[MEM_SLAB], m->unknown_frees[MEM_PAGES]);
+	fprintf(f, "lost frees (allocated again before a free was seen): %" PRIu64 " (%s)\n",
+		m->lost_frees, human(b1, sizeof(b1), m->lost_free_bytes));
+	if (m->boots > 1)
+		fprintf(f, "%zu boots: %" PRIu64 " objects (%s) live at a boot's end were dropped\n",
+			m->boots, m->dropped_objs, human(b1, sizeof(b1), m->dropped_bytes));
+	if (!m->all_losses) {
+		fprintf(f, "no events lost: every pair is certain\n");
+		return;
+	}
+	fprintf(f, "events lost %" PRIu64 " times; what was live then may have been freed unseen:\n",
+		m->all_losses);
+	for (size_t i = 0; i < m->nr_losses; i++) {
+		const struct mem_loss *l = &m->losses[i];
+
+		if (l->recording)
+			fprintf(f, "  %s: a new recording of the boot, %s uncertain\n",
+				moment_text(when, sizeof(when), m, l->t, l->ts),
+				human(b1, sizeof(b1), l->live_bytes));
+		else
+			fprintf(f, "  %s: CPU %u lost %lld events, %s uncertain\n",
+				moment_text(when, sizeof(when), m, l->t, l->ts), l->cpu, l->lost,
+				human(b1, sizeof(b1), l->live_bytes));
+	}
+	if (m->all_losses > m->nr_losses)
+		fprintf(f, "  (%" PRIu64 " more)\n", m->all_losses - m->nr_losses);
+}
+
+/* The --at moment, set at the end when no event came after it. */
+static void finish(struct memory *m)
+{
+	if (m->o.at && !m->moment[MEM_AT].set)
+		m->moment[MEM_AT] = (struct mem_moment){
+			.set = true, .t = m->t_last, .ts = m->ts_last, .total = m->total,
+			.uncertain = m->uncertain, .version = m->moment[MEM_AT].version + 1 };
+}
+
+int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
+{
+	struct json_writer jw, *w = NULL;
+	char b1[32], when[160];
+	int r;
+
+	assert(m);
+	assert(f);
+	assert(v);
+	finish(m);
+	if (v->json) {
+		json_writer_init(&jw, JSON_MAX);
+		w = &jw;
+		json_object_open(w, NULL);
+		json_object_open(w, "events");
+		json_add_uint(w, "slab_allocations", m->allocs[MEM_SLAB]);
+		json_add_uint(w, "slab_frees", m->frees[MEM_SLAB]);
+		json_add_uint(w, "page_allocations", m->allocs[MEM_PAGES]);
+		json_add_uint(w, "page_frees", m->frees[MEM_PAGES]);
+		json_add_uint(w, "selected_allocations", m->selected);
+		json_object_close(w);
+		json_add_bool(w, "wall_clock", m->wall_known);
+		json_add_uint(w, "start_ns", m->t0);
+		json_add_double(w, "span_s", secs(m->t_last - m->t0));
+		json_curve(m, w);
+	} else {
+		fprintf(f, "# live memory: %" PRIu64 " slab allocations, %" PRIu64 " frees; %" PRIu64
+			" page allocations, %" PRIu64 " frees; %" PRIu64 " allocations counted\n",
+			m->allocs[MEM_SLAB], m->frees[MEM_SLAB], m->allocs[MEM_PAGES],
+			m->frees[MEM_PAGES], m->selected);
+		fprintf(f, "# from %s for %.3f s\n", moment_text(when, sizeof(when), m, m->t0, m->ts0),
+			secs(m->t_last - m->t0));
+		print_curve(m, f);
+	}
+	r = print_moment(m, f, w, v, MEM_PEAK, "peak");
+	if (r >= 0 && m->moment[MEM_AT].set)
+		r = print_moment(m, f, w, v, MEM_AT, "at");
+	if (r >= 0)
+		r = print_end(m, f, w, v);
+	if (r >= 0)
+		r = print_churn(m, f, w, v);
+	if (r >= 0)
+		print_gaps(m, f, w);
+	if (w) {
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+
+		json_object_close(w);
+		if (r >= 0)
+			r = json_writer_finish(w, &text, &len);
+		if (r >= 0 && (fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF))
+			r = -EIO;
+		json_writer_done(w);
+	}
+	(void)b1;
+	return r;
+}
+
+int memory_flamegraph(struct memory *m, struct flamegraph *fg, bool at)
+{
+	int k = at ? MEM_AT : MEM_PEAK;
+
+	assert(m);
+	assert(fg);
+	finish(m);
+	if (!m->moment[k].set)
+		return -ENOENT;
+	for (size_t i = 0; i < m->nr_stacks; i++) {
+		const struct mem_stack *st = &m->stacks[i];
+		struct mem_live v = mem_at(m, st->snap, &st->live, k);
+		_cleanup_free_ char *copy = NULL;
+		_cleanup_free_ const char **fr = NULL;
+		size_t n = 1, nf = 0;
+		int r;
+
+		if (!v.bytes)
+			continue;
+		copy = strdup(stack_key(m, i));
+		if (!copy)
+			return -ENOMEM;
+		for (const char *p = copy; *p; p++)
+			n += *p == ';';
+		fr = calloc(n, sizeof(*fr));
+		if (!fr)
+			return -ENOMEM;
+		/* the key is "EVENT;inner;...;outer": the graph wants EVENT;outer;...;inner */
+		for (char *p = copy, *e; p; p = e) {
+			e = strchr(p, ';');
+			if (e)
+				*e++ = '\0';
+			fr[nf++] = p;
+		}
+		for (size_t a = 1, b = nf - 1; a < b; a++, b--) {
+			const char *t = fr[a];
+
+			fr[a] = fr[b];
+			fr[b] = t;
+		}
+		r = flamegraph_add(fg, fr, nf, v.bytes, false);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int memory_write_svg(struct memory *m, FILE *f, const char *title)
+{
+	const double W = 800, H = 320, left = 80, right = 20, top = 40, bottom = 40;
+	const double pw = W - left - right, ph = H - top - bottom;
+	const struct mem_moment *pk = &m->moment[MEM_PEAK];
+	size_t n = m->cur + 1, ip;
+	uint64_t ymax = 1;
+	char b1[32], when[160];
+
+	assert(m);
+	assert(f);
+	for (size_t i = 0; i < n; i++)
+		ymax = MAX(ymax, m->curve[i].max_bytes);
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		"viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+		W, H, W, H);
+	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	fputs("<text x=\"10\" y=\"20\" font-size=\"14\">", f);
+	for (const char *p = title ?: "live memory"; *p; p++)
+		fputs(*p == '<' ? "&lt;" : *p == '&' ? "&amp;" : *p == '>' ? "&gt;" : (char[]){ *p, 0 },
+		      f);
+	fputs("</text>\n", f);
+	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
+		left, top + ph, left + pw, top + ph);
+	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
+		left, top, left, top + ph);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n", left - 4, top + 4,
+		human(b1, sizeof(b1), ymax));
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">0</text>\n", left - 4, top + ph);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">+0 s</text>\n", left, top + ph + 16);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">+%.3f s</text>\n", left + pw,
+		top + ph + 16, secs(n * m->width));
+	fputs("<polyline id=\"curve\" fill=\"none\" stroke=\"#c03030\" stroke-width=\"1.5\" points=\"",
+	      f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%.2f,%.2f", i ? " " : "", left + ((double)i + 0.5) / (double)n * pw,
+			top + ph - (double)m->curve[i].max_bytes / (double)ymax * ph);
+	fputs("\"/>\n", f);
+	if (pk->set) {
+		ip = MIN((size_t)((pk->t - m->t0) / m->width), n - 1);
+		fprintf(f, "<circle id=\"peak\" cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"none\" "
+			"stroke=\"black\" data-bytes=\"%" PRIu64 "\" data-time=\"%.6f\"/>\n",
+			left + ((double)ip + 0.5) / (double)n * pw,
+			top + ph - (double)pk->total.bytes / (double)ymax * ph, pk->total.bytes,
+			secs(pk->t - m->t0));
+		fprintf(f, "<text x=\"%.2f\" y=\"%.2f\">peak %s at %s</text>\n",
+			MIN(left + ((double)ip + 0.5) / (double)n * pw + 8, W - 300),
+			MAX(top + ph - (double)pk->total.bytes / (double)ymax * ph - 6, top + 12),
+			human(b1, sizeof(b1), pk->total.bytes),
+			moment_text(when, sizeof(when), m, pk->t, pk->ts));
+	}
+	fputs("</svg>\n", f);
+	return ferror(f) ? -EIO : 0;
+}
