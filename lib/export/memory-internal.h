@@ -43,6 +43,7 @@ struct mem_stack {
 	struct mem_snap snap[MEM_MOMENT_MAX];
 	uint64_t allocs, alloc_bytes;
 	uint64_t churn, churn_bytes;	/* freed within churn_ns */
+	uint64_t lost_frees;		/* its pointer allocated again before a free was seen */
 	uint64_t end_min_t;		/* oldest live at the end (set when printing) */
 };
 

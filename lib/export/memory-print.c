@@ -311,9 +311,9 @@ static void print_curve(const struct memory *m, FILE *f)
 			cols[j - 1] = t;
 		}
 	}
-	fprintf(f, "\n# live bytes every %.3f s (the most in each step)%s\n", secs(m->width * g),
-		m->nr_kinds > nc ? ", the kinds that held the most" : "");
-	fprintf(f, "%12s %12s %10s", "offset", "total", "objects");
+	fprintf(f, "\n# live bytes every %.3f s: the most in each step, what was left at its end%s\n",
+		secs(m->width * g), m->nr_kinds > nc ? "; the most of the kinds that held the most" : "");
+	fprintf(f, "%12s %12s %12s %10s", "offset", "most", "at end", "objects");
 	for (size_t c = 0; c < nc; c++)
 		fprintf(f, " %14.14s", strmap_get(m->kind_names, m->kinds[cols[c]].name, NULL));
 	fputc('\n', f);
@@ -323,7 +323,8 @@ static void print_curve(const struct memory *m, FILE *f)
 
 		for (size_t j = i; j <= last; j++)
 			max = MAX(max, m->curve[j].max_bytes);
-		fprintf(f, "%10.3f s %12s %10" PRIu64, secs(i * m->width), human(b, sizeof(b), max),
+		fprintf(f, "%10.3f s %12s", secs(i * m->width), human(b, sizeof(b), max));
+		fprintf(f, " %12s %10" PRIu64, human(b, sizeof(b), m->curve[last].end_bytes),
 			m->curve[last].end_objs);
 		for (size_t c = 0; c < nc; c++) {
 			const struct mem_point *p = m->kinds[cols[c]].curve;
@@ -499,10 +500,47 @@ static int print_churn(struct memory *m, FILE *f, struct json_writer *w, const s
 	return 0;
 }
 
+/* The stacks whose objects lost their frees, most first, as JSON or text lines. */
+static int lost_free_stacks(const struct memory *m, FILE *f, struct json_writer *w,
+			    const struct memory_view *v)
+{
+	_cleanup_free_ struct row *rows = calloc(m->nr_stacks ?: 1, sizeof(*rows));
+	size_t n = 0, limit = v->limit ?: 10;
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nr_stacks; i++)
+		if (m->stacks[i].lost_frees)
+			rows[n++] = (struct row){ .stack = i, .sort = m->stacks[i].lost_frees };
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	if (w)
+		json_array_open(w, "lost_free_stacks");
+	for (size_t i = 0; i < n && i < limit; i++) {
+		_cleanup_free_ char *s = NULL, *line = NULL;
+
+		if (w) {
+			json_object_open(w, NULL);
+			json_add_uint(w, "lost_frees", rows[i].sort);
+			json_frames(w, stack_key(m, rows[i].stack));
+			json_object_close(w);
+			continue;
+		}
+		if (stack_line(&s, stack_key(m, rows[i].stack)) < 0 ||
+		    strprintf(&line, "%12" PRIu64 "  %s", rows[i].sort, s) < 0)
+			return -ENOMEM;
+		calltree_put_line(f, line, v->width);
+	}
+	if (w)
+		json_array_close(w);
+	return 0;
+}
+
 /* What could not be paired, and where pairs are uncertain. */
-static void print_gaps(const struct memory *m, FILE *f, struct json_writer *w)
+static int print_gaps(const struct memory *m, FILE *f, struct json_writer *w,
+		      const struct memory_view *v)
 {
 	char b1[32], when[160];
+	int r;
 
 	if (w) {
 		json_object_open(w, "gaps");
@@ -510,6 +548,9 @@ static void print_gaps(const struct memory *m, FILE *f, struct json_writer *w)
 		json_add_uint(w, "unknown_page_frees", m->unknown_frees[MEM_PAGES]);
 		json_add_uint(w, "lost_frees", m->lost_frees);
 		json_add_uint(w, "lost_free_bytes", m->lost_free_bytes);
+		r = lost_free_stacks(m, f, w, v);
+		if (r < 0)
+			return r;
 		json_add_uint(w, "boots", m->boots);
 		json_add_uint(w, "dropped_at_boot_end_objects", m->dropped_objs);
 		json_add_uint(w, "dropped_at_boot_end_bytes", m->dropped_bytes);
@@ -531,19 +572,22 @@ static void print_gaps(const struct memory *m, FILE *f, struct json_writer *w)
 		}
 		json_array_close(w);
 		json_object_close(w);
-		return;
+		return 0;
 	}
 	fprintf(f, "\n# gaps\n");
 	fprintf(f, "frees of allocations not read (made before the selection): %" PRIu64
 		" slab, %" PRIu64 " page\n", m->unknown_frees[MEM_SLAB], m->unknown_frees[MEM_PAGES]);
 	fprintf(f, "lost frees (allocated again before a free was seen): %" PRIu64 " (%s)\n",
 		m->lost_frees, human(b1, sizeof(b1), m->lost_free_bytes));
+	r = lost_free_stacks(m, f, NULL, v);
+	if (r < 0)
+		return r;
 	if (m->boots > 1)
 		fprintf(f, "%zu boots: %" PRIu64 " objects (%s) live at a boot's end were dropped\n",
 			m->boots, m->dropped_objs, human(b1, sizeof(b1), m->dropped_bytes));
 	if (!m->all_losses) {
 		fprintf(f, "no events lost: every pair is certain\n");
-		return;
+		return 0;
 	}
 	fprintf(f, "events lost %" PRIu64 " times; what was live then may have been freed unseen:\n",
 		m->all_losses);
@@ -561,6 +605,7 @@ static void print_gaps(const struct memory *m, FILE *f, struct json_writer *w)
 	}
 	if (m->all_losses > m->nr_losses)
 		fprintf(f, "  (%" PRIu64 " more)\n", m->all_losses - m->nr_losses);
+	return 0;
 }
 
 /* The --at moment, set at the end when no event came after it. */
@@ -614,7 +659,7 @@ int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
 	if (r >= 0)
 		r = print_churn(m, f, w, v);
 	if (r >= 0)
-		print_gaps(m, f, w);
+		r = print_gaps(m, f, w, v);
 	if (w) {
 		_cleanup_free_ char *text = NULL;
 		size_t len = 0;

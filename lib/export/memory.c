@@ -414,6 +414,7 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 		if (o->selected) {
 			m->lost_frees++;
 			m->lost_free_bytes += o->bytes;
+			m->stacks[o->stack].lost_frees++;
 		}
 		r = obj_remove(m, o, t, false);
 		if (r < 0)

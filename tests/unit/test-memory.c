@@ -222,7 +222,8 @@ static void test_gaps(void)
 	text = print(m, false);
 	CHECK_MSG(strstr(text, "(1.0 KiB uncertain: allocated before events were lost)"), "%s", text);
 	CHECK(strstr(text, "CPU 0 lost 17 events, 1.2 KiB uncertain"));
-	CHECK(strstr(text, "lost frees (allocated again before a free was seen): 1 (1.0 KiB)"));
+	CHECK(strstr(text, "lost frees (allocated again before a free was seen): 1 (1.0 KiB)\n"
+			   "           1  kmalloc: __kmalloc_noprof <- alloc_pipe_info <- do_pipe2\n"));
 	memory_free(steal_ptr(m));
 
 	m = run(&o, evs, ARRAY_SIZE(evs));
