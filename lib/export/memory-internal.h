@@ -112,6 +112,8 @@ struct memory {
 	size_t nr_points, cur;		/* points per curve (2 x rows), the current one */
 	struct mem_point *curve;	/* the total */
 
+	const struct sample_origin *last_origin; /* borrowed, compared only; with its serial */
+	uint64_t last_serial;
 	char boot_id[64], recording_id[64];
 	size_t boots;
 	uint64_t dropped_objs, dropped_bytes;	/* live at a boot's end */

@@ -118,17 +118,29 @@ static void index_compact(struct memory *m)
 			(void)hashtab_add(&m->index, obj_hash(m->objs[i].cls, m->objs[i].key), i + 1);
 }
 
-static struct mem_obj *obj_find(struct memory *m, int cls, uint64_t key)
+/*
+ * The live object of key, or NULL. *ret_stale (if not NULL) is set to a
+ * slot of the same hash that no longer names its object (freed, or its
+ * index reused for another key), or NULL: a new object of this key takes
+ * it over, so that a pointer allocated and freed again and again keeps
+ * one slot rather than leaving a chain of stale ones to walk.
+ */
+static struct mem_obj *obj_find(struct memory *m, int cls, uint64_t key,
+				struct hashtab_slot **ret_stale)
 {
 	uint64_t h = obj_hash(cls, key);
-	struct hashtab_slot *s;
+	struct hashtab_slot *s, *stale = NULL;
 
 	hashtab_foreach_candidate(s, &m->index, h) {
 		struct mem_obj *o = &m->objs[s->val - 1];
 
 		if (o->live && o->key == key && o->cls == cls)
 			return o;
+		if (!stale && (!o->live || obj_hash(o->cls, o->key) != h))
+			stale = s;
 	}
+	if (ret_stale)
+		*ret_stale = stale;
 	return NULL;
 }
 
@@ -396,6 +408,7 @@ static int kind_of(struct memory *m, const struct sample *s, int cls, uint64_t b
 static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 {
 	uint64_t key, bytes, order = 0, idx;
+	struct hashtab_slot *stale;
 	struct mem_obj *o;
 	int r;
 
@@ -408,7 +421,7 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 		return 0;		/* failed (NULL), or not of a known format */
 	}
 	m->allocs[cls]++;
-	o = obj_find(m, cls, key);
+	o = obj_find(m, cls, key, NULL);
 	if (o) {
 		/* allocated again: the free in between was not recorded */
 		if (o->selected) {
@@ -420,6 +433,8 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 		if (r < 0)
 			return r;
 	}
+	index_compact(m);
+	(void)obj_find(m, cls, key, &stale);	/* a slot of this key's last object, now dead */
 	if (m->nr_spare) {
 		idx = m->spare[--m->nr_spare];
 	} else {
@@ -432,10 +447,16 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	*o = (struct mem_obj){ .key = key, .t = t, .bytes = bytes, .cls = (uint8_t)cls,
 			       .live = true, .selected = selected(m, s) };
 	m->live++;
-	index_compact(m);
-	r = index_add(m, obj_hash(cls, key), idx);
-	if (r < 0)
-		return r;
+	if (stale) {
+		stale->val = idx + 1;		/* same hash: the slot names the new object */
+	} else {
+		r = index_add(m, obj_hash(cls, key), idx);
+		if (r < 0) {
+			o->live = false;
+			m->live--;
+			return r;
+		}
+	}
 	if (!o->selected)
 		return 0;
 	m->selected++;
@@ -462,7 +483,7 @@ static int release(struct memory *m, const struct sample *s, int cls, uint64_t t
 	if (!field_u64(s, cls == MEM_PAGES ? "pfn" : "ptr", &key) || (cls == MEM_SLAB && key <= 16))
 		return 0;	/* kfree(NULL) */
 	m->frees[cls]++;
-	o = obj_find(m, cls, key);
+	o = obj_find(m, cls, key, NULL);
 	if (!o) {
 		m->unknown_frees[cls]++;	/* allocated before what was read */
 		return 0;
@@ -518,8 +539,10 @@ static int origin(struct memory *m, const struct sample *s, uint64_t t)
 	const struct sample_origin *o = s->origin;
 	int r;
 
-	if (!o)
-		return 0;
+	if (!o || (o == m->last_origin && o->serial == m->last_serial))
+		return 0;		/* the segment of the last sample */
+	m->last_origin = o;
+	m->last_serial = o->serial;
 	if (!m->boots || strncmp(m->boot_id, o->boot_id, sizeof(m->boot_id) - 1)) {
 		if (m->boots) {
 			r = new_boot(m);

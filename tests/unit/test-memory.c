@@ -46,7 +46,7 @@ static int feed(struct memory *m, const struct ev *e)
 	char ptr[32], bytes[32];
 	struct sample_field fields[3];
 	struct sample_origin o = { .path = "x", .host = "h", .boot_id = e->boot ?: "boot-a",
-				   .recording_id = "rec", .kernel = "k" };
+				   .recording_id = "rec", .kernel = "k", .serial = e->boot ? 2 : 1 };
 	bool pages = strstr(e->event, "page") != NULL;
 	struct sample s = { .event = e->event, .system = "kmem", .ts = e->t, .wall_ns = e->t,
 			    .pid = e->pid ?: 100, .comm = "smload", .frames = e->frames,
@@ -328,6 +328,21 @@ static void test_long(void)
 	free(svg);
 }
 
+/* A pointer allocated and freed again and again keeps one slot of the index. */
+static void test_hot_pointer(void)
+{
+	struct memory_options o = { .pid = -1 };
+	_cleanup_(memory_freep) struct memory *m = memory_new(&o);
+
+	for (uint64_t i = 0; m && i < 5000; i++) {
+		struct ev a = A("kmalloc", 2 * i, 0xa000, 64, st_pipe), f = F("kfree", 2 * i + 1, 0xa000);
+
+		CHECK(feed(m, &a) == 0 && feed(m, &f) == 0);
+	}
+	CHECK_MSG(m && m->index.nr == 1, "%zu slots", m ? m->index.nr : 0);
+	CHECK(m && m->live == 0 && m->stacks[0].churn == 5000);
+}
+
 /* The flame graph of a moment; the budget. */
 static void test_flamegraph_budget(void)
 {
@@ -368,6 +383,7 @@ int main(void)
 	test_gaps();
 	test_filters();
 	test_long();
+	test_hot_pointer();
 	test_flamegraph_budget();
 	return tests_done("test-memory");
 }
