@@ -20,12 +20,15 @@
 #include "selection.h"
 
 static const char memory_usage[] =
-	"Usage: stackmapctl memory [--at TIME] [--churn DURATION] [--rows N] [--limit N]\n"
-	"                          [--width N] [--percent-limit P] [--json] [--svg FILE]\n"
-	"                          [--flamegraph FILE] [OPTIONS] [SEGMENT|DIRECTORY...]\n"
+	"Usage: stackmapctl memory [--at TIME] [--baseline TIME] [--churn DURATION] [--rows N]\n"
+	"                          [--limit N] [--width N] [--percent-limit P] [--json]\n"
+	"                          [--svg FILE] [--flamegraph FILE] [OPTIONS]\n"
+	"                          [SEGMENT|DIRECTORY...]\n"
 	"Live kernel memory: allocations (kmalloc, kmem_cache_alloc, mm_page_alloc)\n"
 	"paired with their frees; needs the frees recorded (conf/stackmapd.conf).\n"
 	"  --at TIME          also the live memory and its stacks at TIME (as --since)\n"
+	"  --baseline TIME    the growth per stack from TIME to --at (or to the end);\n"
+	"                     --flamegraph draws it as a differential graph\n"
 	"  --churn DURATION   an allocation freed within this is churn (default 1s)\n"
 	"  --rows N           rows of the curve, about (default 60)\n"
 	"  --limit N          stacks per table (default 10)\n"
@@ -39,6 +42,7 @@ static const char memory_usage[] =
 
 enum {
 	OPT_AT = 0x1200,
+	OPT_BASELINE,
 	OPT_CHURN,
 	OPT_ROWS,
 	OPT_LIMIT,
@@ -92,6 +96,7 @@ static int parse_args(int argc, char **argv, struct memory_args *a, struct selec
 {
 	static const struct option opts[] = {
 		{ "at", required_argument, NULL, OPT_AT },
+		{ "baseline", required_argument, NULL, OPT_BASELINE },
 		{ "churn", required_argument, NULL, OPT_CHURN },
 		{ "rows", required_argument, NULL, OPT_ROWS },
 		{ "limit", required_argument, NULL, OPT_LIMIT },
@@ -131,14 +136,13 @@ static int parse_args(int argc, char **argv, struct memory_args *a, struct selec
 			a->o.event = optarg;
 			continue;
 		case OPT_AT:
+		case OPT_BASELINE:
 			if (wallclock_parse(optarg, sel->now, &at) < 0) {
 				log_err("bad time '%s'", optarg);
 				return -EINVAL;
 			}
-			a->o.at = at.ns;
-			a->o.at_trace = at.trace;
-			if (!a->o.at)
-				a->o.at = 1;	/* 0 means none */
+			*(c == OPT_AT ? &a->o.at : &a->o.baseline) = at.ns ?: 1;	/* 0: none */
+			*(c == OPT_AT ? &a->o.at_trace : &a->o.baseline_trace) = at.trace;
 			continue;
 		case OPT_CHURN:
 			if (config_parse_duration(optarg, &usec) < 0 || !usec) {
@@ -252,20 +256,19 @@ static int svg_to(void *data, FILE *f)
 
 struct fg_data {
 	struct memory *m;
-	bool at;
+	const char *title;
 };
 
 static int flamegraph_to(void *data, FILE *f)
 {
 	struct fg_data *d = data;
 	_cleanup_(flamegraph_freep) struct flamegraph *fg = flamegraph_new();
-	struct flamegraph_options o = { .count_name = "bytes",
-					.title = d->at ? "bytes live at --at" : "bytes live at the peak" };
+	struct flamegraph_options o = { .count_name = "bytes", .title = d->title };
 	int r;
 
 	if (!fg)
 		return -ENOMEM;
-	r = memory_flamegraph(d->m, fg, d->at);
+	r = memory_flamegraph(d->m, fg);
 	if (r >= 0 && !flamegraph_total(fg, false))
 		r = -ENOENT;
 	if (r >= 0)
@@ -324,7 +327,9 @@ int cmd_memory(int argc, char **argv)
 		}
 	}
 	if (a.flamegraph) {
-		struct fg_data d = { m, a.o.at != 0 };
+		struct fg_data d = { m, a.o.baseline ? (a.o.at ? "growth of live bytes from --baseline to --at"
+							     : "growth of live bytes from --baseline to the end")
+					: a.o.at ? "bytes live at --at" : "bytes live at the peak" };
 
 		r = write_file_with(a.flamegraph, flamegraph_to, &d);
 		if (r < 0) {

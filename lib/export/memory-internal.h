@@ -19,7 +19,7 @@
 #include "strmap.h"
 
 enum { MEM_SLAB, MEM_PAGES, MEM_CLASS_MAX };
-enum { MEM_PEAK, MEM_AT, MEM_MOMENT_MAX };
+enum { MEM_PEAK, MEM_AT, MEM_BASE, MEM_MOMENT_MAX };
 
 /* Live figures: bytes, objects, and the sum of their allocation times (ns after t0). */
 struct mem_live {
@@ -128,6 +128,9 @@ struct memory {
 
 	struct buf key;			/* scratch */
 };
+
+/* Set moment k to now: the state after the last sample (memory.c). */
+void mem_moment_set(struct memory *m, int k);
 
 /* The figures of v at moment k: its snapshot if taken since the moment was set. */
 static inline struct mem_live mem_at(const struct memory *m, const struct mem_snap *s,

@@ -608,13 +608,118 @@ static int print_gaps(const struct memory *m, FILE *f, struct json_writer *w,
 	return 0;
 }
 
-/* The --at moment, set at the end when no event came after it. */
+/* The --at and --baseline moments, set at the end when no event came after them. */
 static void finish(struct memory *m)
 {
 	if (m->o.at && !m->moment[MEM_AT].set)
-		m->moment[MEM_AT] = (struct mem_moment){
-			.set = true, .t = m->t_last, .ts = m->ts_last, .total = m->total,
-			.uncertain = m->uncertain, .version = m->moment[MEM_AT].version + 1 };
+		mem_moment_set(m, MEM_AT);
+	if (m->o.baseline && !m->moment[MEM_BASE].set)
+		mem_moment_set(m, MEM_BASE);
+}
+
+struct growth_row {
+	size_t stack;
+	struct mem_live before, after;
+	int64_t growth;
+};
+
+static int growth_cmp(const void *a, const void *b)
+{
+	const struct growth_row *x = a, *y = b;
+
+	if (x->growth != y->growth)
+		return x->growth > y->growth ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* A stack's figures at the end of a comparison: at --at, else now. */
+static struct mem_live growth_to(const struct memory *m, const struct mem_snap *s,
+				 const struct mem_live *v)
+{
+	return m->moment[MEM_AT].set ? mem_at(m, s, v, MEM_AT) : *v;
+}
+
+static void json_growth_end(struct json_writer *w, const char *key, const struct memory *m,
+			    uint64_t t, uint64_t ts, const struct mem_live *v)
+{
+	char d[64];
+
+	json_object_open(w, key);
+	json_add_uint(w, "time_ns", t);
+	json_add_double(w, "offset_s", secs(t - m->t0));
+	json_add_double(w, "trace_s", secs(ts));
+	if (m->wall_known)
+		json_add_string(w, "date", date(d, sizeof(d), t));
+	json_add_uint(w, "bytes", v->bytes);
+	json_add_uint(w, "objects", v->objs);
+	json_object_close(w);
+}
+
+/* --baseline: what each stack held more (or less) at --at, or at the end, than then. */
+static int print_growth(const struct memory *m, FILE *f, struct json_writer *w,
+			const struct memory_view *v)
+{
+	const struct mem_moment *b = &m->moment[MEM_BASE], *a = &m->moment[MEM_AT];
+	_cleanup_free_ struct growth_row *rows = calloc(m->nr_stacks ?: 1, sizeof(*rows));
+	struct mem_live to = a->set ? a->total : m->total;
+	uint64_t t = a->set ? a->t : m->t_last, ts = a->set ? a->ts : m->ts_last;
+	size_t n = 0, limit = v->limit ?: 10;
+	char b1[32], b2[32], b3[32], when[160], when2[160];
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nr_stacks; i++) {
+		const struct mem_stack *st = &m->stacks[i];
+		struct growth_row r = { .stack = i, .before = mem_at(m, st->snap, &st->live, MEM_BASE),
+					.after = growth_to(m, st->snap, &st->live) };
+
+		r.growth = (int64_t)r.after.bytes - (int64_t)r.before.bytes;
+		if (r.growth)
+			rows[n++] = r;
+	}
+	qsort(rows, n, sizeof(*rows), growth_cmp);
+	if (w) {
+		json_object_open(w, "growth");
+		json_growth_end(w, "from", m, b->t, b->ts, &b->total);
+		json_growth_end(w, "to", m, t, ts, &to);
+		json_array_open(w, "stacks");
+	} else {
+		fprintf(f, "\n# growth from %s to %s: %s -> %s\n",
+			moment_text(when, sizeof(when), m, b->t, b->ts),
+			a->set ? moment_text(when2, sizeof(when2), m, t, ts) : "the end",
+			human(b1, sizeof(b1), b->total.bytes), human(b2, sizeof(b2), to.bytes));
+		fprintf(f, "%12s %12s %12s %10s  %s\n", "growth", "before", "after", "objects",
+			"stack (innermost first)");
+	}
+	for (size_t i = 0; i < n && i < limit; i++) {
+		const struct growth_row *r = &rows[i];
+		_cleanup_free_ char *sl = NULL, *line = NULL;
+
+		if (w) {
+			json_object_open(w, NULL);
+			json_add_int(w, "growth_bytes", r->growth);
+			json_add_uint(w, "before_bytes", r->before.bytes);
+			json_add_uint(w, "after_bytes", r->after.bytes);
+			json_add_uint(w, "before_objects", r->before.objs);
+			json_add_uint(w, "after_objects", r->after.objs);
+			json_frames(w, stack_key(m, r->stack));
+			json_object_close(w);
+			continue;
+		}
+		(void)snprintf(b3, sizeof(b3), "%s%s", r->growth < 0 ? "-" : "+",
+			       human(b1, sizeof(b1), (uint64_t)(r->growth < 0 ? -r->growth : r->growth)));
+		if (stack_line(&sl, stack_key(m, r->stack)) < 0 ||
+		    strprintf(&line, "%12s %12s %12s %+10" PRId64 "  %s", b3,
+			      human(b1, sizeof(b1), r->before.bytes), human(b2, sizeof(b2), r->after.bytes),
+			      (int64_t)r->after.objs - (int64_t)r->before.objs, sl) < 0)
+			return -ENOMEM;
+		calltree_put_line(f, line, v->width);
+	}
+	if (w) {
+		json_array_close(w);
+		json_object_close(w);
+	}
+	return 0;
 }
 
 int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
@@ -654,6 +759,8 @@ int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
 	r = print_moment(m, f, w, v, MEM_PEAK, "peak");
 	if (r >= 0 && m->moment[MEM_AT].set)
 		r = print_moment(m, f, w, v, MEM_AT, "at");
+	if (r >= 0 && m->moment[MEM_BASE].set)
+		r = print_growth(m, f, w, v);
 	if (r >= 0)
 		r = print_end(m, f, w, v);
 	if (r >= 0)
@@ -675,47 +782,59 @@ int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
 	return r;
 }
 
-int memory_flamegraph(struct memory *m, struct flamegraph *fg, bool at)
+/* Add the stack key of v.bytes to fg (to its baseline if before). */
+static int fg_add(const struct memory *m, struct flamegraph *fg, size_t stack, uint64_t bytes,
+		  bool before)
 {
-	int k = at ? MEM_AT : MEM_PEAK;
+	_cleanup_free_ char *copy = NULL;
+	_cleanup_free_ const char **fr = NULL;
+	size_t n = 1, nf = 0;
+
+	if (!bytes)
+		return 0;
+	copy = strdup(stack_key(m, stack));
+	if (!copy)
+		return -ENOMEM;
+	for (const char *p = copy; *p; p++)
+		n += *p == ';';
+	fr = calloc(n, sizeof(*fr));
+	if (!fr)
+		return -ENOMEM;
+	/* the key is "EVENT;inner;...;outer": the graph wants EVENT;outer;...;inner */
+	for (char *p = copy, *e; p; p = e) {
+		e = strchr(p, ';');
+		if (e)
+			*e++ = '\0';
+		fr[nf++] = p;
+	}
+	for (size_t a = 1, b = nf - 1; a < b; a++, b--) {
+		const char *t = fr[a];
+
+		fr[a] = fr[b];
+		fr[b] = t;
+	}
+	return flamegraph_add(fg, fr, nf, bytes, before);
+}
+
+int memory_flamegraph(struct memory *m, struct flamegraph *fg)
+{
+	bool diff = m->o.baseline != 0;
+	int k, r;
 
 	assert(m);
 	assert(fg);
 	finish(m);
-	if (!m->moment[k].set)
-		return -ENOENT;
+	k = m->moment[MEM_AT].set ? MEM_AT : MEM_PEAK;
 	for (size_t i = 0; i < m->nr_stacks; i++) {
 		const struct mem_stack *st = &m->stacks[i];
-		struct mem_live v = mem_at(m, st->snap, &st->live, k);
-		_cleanup_free_ char *copy = NULL;
-		_cleanup_free_ const char **fr = NULL;
-		size_t n = 1, nf = 0;
-		int r;
 
-		if (!v.bytes)
-			continue;
-		copy = strdup(stack_key(m, i));
-		if (!copy)
-			return -ENOMEM;
-		for (const char *p = copy; *p; p++)
-			n += *p == ';';
-		fr = calloc(n, sizeof(*fr));
-		if (!fr)
-			return -ENOMEM;
-		/* the key is "EVENT;inner;...;outer": the graph wants EVENT;outer;...;inner */
-		for (char *p = copy, *e; p; p = e) {
-			e = strchr(p, ';');
-			if (e)
-				*e++ = '\0';
-			fr[nf++] = p;
+		if (diff) {
+			r = fg_add(m, fg, i, mem_at(m, st->snap, &st->live, MEM_BASE).bytes, true);
+			if (r >= 0)
+				r = fg_add(m, fg, i, growth_to(m, st->snap, &st->live).bytes, false);
+		} else {
+			r = fg_add(m, fg, i, mem_at(m, st->snap, &st->live, k).bytes, false);
 		}
-		for (size_t a = 1, b = nf - 1; a < b; a++, b--) {
-			const char *t = fr[a];
-
-			fr[a] = fr[b];
-			fr[b] = t;
-		}
-		r = flamegraph_add(fg, fr, nf, v.bytes, false);
 		if (r < 0)
 			return r;
 	}

@@ -194,7 +194,7 @@ static void account(struct memory *m, const struct mem_obj *o, int sign)
 		m->uncertain -= MIN(m->uncertain, o->bytes);
 }
 
-static void moment_set(struct memory *m, int k)
+void mem_moment_set(struct memory *m, int k)
 {
 	struct mem_moment *mo = &m->moment[k];
 
@@ -471,7 +471,7 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	m->stacks[o->stack].alloc_bytes += bytes;
 	account(m, o, 1);
 	if (m->total.bytes > m->moment[MEM_PEAK].total.bytes || !m->moment[MEM_PEAK].set)
-		moment_set(m, MEM_PEAK);
+		mem_moment_set(m, MEM_PEAK);
 	return 0;
 }
 
@@ -562,12 +562,12 @@ static int origin(struct memory *m, const struct sample *s, uint64_t t)
 	return 0;
 }
 
-/* Whether s lies past the --at moment. */
-static bool past_at(const struct memory *m, const struct sample *s)
+/* Whether s lies past a moment given as at (0: none) of the trace clock if trace. */
+static bool past(const struct sample *s, uint64_t at, bool trace)
 {
-	if (!m->o.at)
+	if (!at)
 		return false;
-	return m->o.at_trace ? s->ts > m->o.at : s->wall_ns > m->o.at;
+	return trace ? s->ts > at : s->wall_ns > at;
 }
 
 int memory_add(struct memory *m, const struct sample *s)
@@ -590,8 +590,10 @@ int memory_add(struct memory *m, const struct sample *s)
 	}
 	t = m->wall_known ? (s->wall_ns ?: m->t_last) : s->ts;
 	t = MAX(t, m->t_last);		/* a clock pair's step back: keep time monotonic */
-	if (!m->moment[MEM_AT].set && past_at(m, s))
-		moment_set(m, MEM_AT);
+	if (!m->moment[MEM_AT].set && past(s, m->o.at, m->o.at_trace))
+		mem_moment_set(m, MEM_AT);
+	if (!m->moment[MEM_BASE].set && past(s, m->o.baseline, m->o.baseline_trace))
+		mem_moment_set(m, MEM_BASE);
 	m->t_last = t;
 	m->ts_last = s->ts;
 	m->wall_last = s->wall_ns;

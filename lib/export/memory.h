@@ -46,6 +46,13 @@ struct memory_options {
 	 */
 	uint64_t at;
 	bool at_trace;
+	/*
+	 * A moment to compare with (--baseline), in the same form: the growth
+	 * per stack from it to at (or to the end), and a differential flame
+	 * graph. 0: none.
+	 */
+	uint64_t baseline;
+	bool baseline_trace;
 	uint64_t churn_ns;	/* an allocation freed within this is churn; 0: 1 s */
 	size_t rows;		/* rows of the curve, about; 0: 60 */
 	/* Which allocations count (their frees are paired whatever these say): */
@@ -102,11 +109,13 @@ struct memory_view {
 int memory_print(struct memory *m, FILE *f, const struct memory_view *v);
 
 /*
- * Add the stacks live at the peak (at the --at moment if at) to fg, each
- * weighted by its live bytes: the event name, then the frames from the
- * outermost. Returns 0, -ENOENT without such a moment, or -ENOMEM.
+ * Add the stacks live at the peak, or at the at moment when there is one,
+ * to fg, each weighted by its live bytes: the event name, then the frames
+ * from the outermost. With a baseline, those live then are fg's baseline
+ * and those live at the at moment (or at the end) its stacks: a
+ * differential graph of the growth. Returns 0, or -ENOMEM.
  */
-int memory_flamegraph(struct memory *m, struct flamegraph *fg, bool at);
+int memory_flamegraph(struct memory *m, struct flamegraph *fg);
 
 /*
  * Write the curve of live bytes as a small SVG to f (borrowed): one point

@@ -328,6 +328,42 @@ static void test_long(void)
 	free(svg);
 }
 
+/* --baseline: the growth per stack from it to --at or to the end, and its flame graph. */
+static void test_baseline(void)
+{
+	struct memory_options o = { .pid = -1, .baseline = 2 * SEC + 5, .at = 3 * SEC + 5 };
+	_cleanup_(memory_freep) struct memory *m = run(&o, basic, ARRAY_SIZE(basic));
+	_cleanup_(flamegraph_freep) struct flamegraph *fg = flamegraph_new();
+	_cleanup_free_ char *text = NULL, *json = NULL;
+	struct json_value *doc = NULL;
+	const struct json_value *g;
+
+	if (!m || !fg)
+		return;
+	text = print(m, false);
+	/* 2 pipes and 2 files then, 3 pipes and 2 files at --at: the pipes grew by one */
+	CHECK_MSG(strstr(text, "# growth from "), "%s", text);
+	CHECK_MSG(strstr(text, "to the end") == NULL && strstr(text, ": 2.5 KiB -> 3.5 KiB\n"), "%s",
+		  text);
+	CHECK_MSG(strstr(text, "    +1.0 KiB      2.0 KiB      3.0 KiB         +1  kmalloc: "
+			       "__kmalloc_noprof <- alloc_pipe_info <- do_pipe2\n"), "%s", text);
+	CHECK(memory_flamegraph(m, fg) == 0);
+	CHECK(flamegraph_total(fg, true) == 2560 && flamegraph_total(fg, false) == 3584);
+
+	/* to the end: the pipes are gone */
+	memory_free(steal_ptr(m));
+	o.at = 0;
+	m = run(&o, basic, ARRAY_SIZE(basic));
+	json = m ? print(m, true) : NULL;
+	CHECK(json && json_parse(json, strlen(json), &doc) == 0);
+	g = doc ? json_get(doc, "growth") : NULL;
+	CHECK(g && json_get(json_get(g, "from"), "bytes")->integer == 2560);
+	CHECK(g && json_get(json_get(g, "to"), "bytes")->integer == 512);
+	g = g ? json_get(g, "stacks") : NULL;
+	CHECK(g && g->nr_items == 1 && json_get(g->items[0], "growth_bytes")->integer == -2048);
+	json_value_free(doc);
+}
+
 /* A pointer allocated and freed again and again keeps one slot of the index. */
 static void test_hot_pointer(void)
 {
@@ -355,9 +391,9 @@ static void test_flamegraph_budget(void)
 	CHECK(m && fg);
 	if (!m || !fg)
 		return;
-	CHECK(memory_flamegraph(m, fg, true) == -ENOENT);
-	CHECK(memory_flamegraph(m, fg, false) == 0);
+	CHECK(memory_flamegraph(m, fg) == 0);
 	CHECK(flamegraph_total(fg, false) == 3584);
+	CHECK(flamegraph_total(fg, true) == 0);
 
 	budget_clear_error();
 	budget_set_limit(budget_used() + 200000);
@@ -380,6 +416,7 @@ int main(void)
 {
 	test_basic();
 	test_at();
+	test_baseline();
 	test_gaps();
 	test_filters();
 	test_long();
