@@ -63,6 +63,7 @@ struct memory_args {
 
 struct memory_ctx {
 	struct memory *m;
+	uint64_t samples;
 	int error;
 };
 
@@ -71,6 +72,7 @@ static int memory_sample(const struct sample *s, void *userdata)
 	struct memory_ctx *ctx = userdata;
 	int r = memory_add(ctx->m, s);
 
+	ctx->samples++;
 	if (r < 0) {
 		ctx->error = r;
 		return -ECANCELED;	/* said once by the command, not per event */
@@ -114,7 +116,7 @@ static int parse_args(int argc, char **argv, struct memory_args *a, struct selec
 	unsigned long n;
 	uint64_t usec;
 	char *end;
-	int c;
+	int c, r;
 
 	*a = (struct memory_args){ .o = { .pid = -1 }, .v = { .min_percent = 0.5 } };
 	optind = 0;
@@ -138,7 +140,8 @@ static int parse_args(int argc, char **argv, struct memory_args *a, struct selec
 		case OPT_AT:
 		case OPT_BASELINE:
 			if (wallclock_parse(optarg, sel->now, &at) < 0) {
-				log_err("bad time '%s'", optarg);
+				log_err("invalid time '%s' (2026-12-01 03:12, 03:12, -10min, "
+					"2026-12-01T03:12:00+01:00 or trace-clock seconds)", optarg);
 				return -EINVAL;
 			}
 			*(c == OPT_AT ? &a->o.at : &a->o.baseline) = at.ns ?: 1;	/* 0: none */
@@ -193,10 +196,12 @@ static int parse_args(int argc, char **argv, struct memory_args *a, struct selec
 			printf("%s", memory_usage);
 			return 1;
 		default:
-			if (selection_option(sel, c, optarg) > 0)
+			r = selection_option(sel, c, optarg);
+			if (r > 0)
 				continue;
-			fprintf(stderr, "%s", memory_usage);
-			return -EINVAL;
+			if (r == 0)
+				fprintf(stderr, "%s", memory_usage);
+			return -EINVAL;	/* a bad value is logged */
 		}
 	}
 	return 0;
@@ -311,6 +316,8 @@ int cmd_memory(int argc, char **argv)
 	}
 	if (ret < 0 || ret == 2)
 		return ret < 0 ? 1 : 2;
+	if (!ctx.samples)
+		return ret;	/* the selection said "no events matched", as other commands do */
 	verdict = memory_check(m);
 	if (verdict != MEMORY_OK)
 		return explain(verdict, &a, memory_allocations(m));

@@ -65,6 +65,12 @@ rc=0
 [ "$rc" = 2 ] && grep -q "none of the .* allocations read is of task no-such-task" "$tmp/err" ||
 	fail "--comm that matches nothing: exit $rc, $(cat "$tmp/err")"
 
+# a window without events says so, as the other commands do, and prints no tables
+rc=0
+"$STACKMAPCTL" memory --since 999999 "$tmp/archive" > "$tmp/out" 2> "$tmp/err" || rc=$?
+[ "$rc" = 0 ] && grep -q "no events matched" "$tmp/err" && [ ! -s "$tmp/out" ] ||
+	fail "an empty window: exit $rc, $(cat "$tmp/err" "$tmp/out")"
+
 # an archive without frees cannot be paired: the error names what to record
 mkdir -p "$tmp/nofrees"
 "$MKSEG" -n "$(new_instance_name)" -b 1024 -o "$tmp/nofrees" -k kmem:kmalloc \
