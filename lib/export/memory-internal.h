@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * What lib/export/memory.c (the pairing) keeps for lib/export/memory-print.c
- * (tables, JSON, SVG, flame graph).
+ * (tables, JSON) and lib/export/memory-graph.c (SVG, flame graph).
  *
  * A moment (the peak, --at) is kept without copying every stack's figures
  * each time the peak moves: a moment has a version, bumped when it is set;
@@ -67,7 +67,7 @@ struct mem_obj {
 
 struct mem_moment {
 	bool set;
-	uint64_t t, ts, wall;		/* analysis time, trace clock, CLOCK_REALTIME (0: unknown) */
+	uint64_t t, ts, wall;		/* analysis time, trace clock, realtime (0: none) */
 	struct mem_live total;
 	uint64_t uncertain;		/* live bytes allocated before a loss of events */
 	uint64_t version;
@@ -97,7 +97,7 @@ struct memory {
 	size_t nr_objs, cap_objs;
 	uint32_t *spare;		/* indices of dead objs to reuse */
 	size_t nr_spare, cap_spare;
-	struct hashtab index;		/* hash of (class, key) -> obj index + 1; stale slots too */
+	struct hashtab index;		/* (class, key) -> obj index + 1; and stale slots */
 	size_t live;			/* live objects, selected or not */
 
 	struct mem_live total;		/* selected live */
@@ -131,6 +131,24 @@ struct memory {
 
 /* Set moment k to now: the state after the last sample (memory.c). */
 void mem_moment_set(struct memory *m, int k);
+
+/*
+ * memory-print.c, for memory-graph.c too. mem_finish(): set the --at and
+ * --baseline moments that no event came after (call before reading them).
+ * mem_growth_to(): a stack's figures at the end of a comparison, at --at,
+ * else now. mem_stack_key(): "EVENT;inner;...;outer" (borrowed).
+ * mem_secs(): ns as seconds. mem_human(): bytes as "1.2 MiB" in buf, which
+ * is returned. mem_moment_text(): a moment as its date (when known),
+ * offset and trace-clock time, in buf, which is returned.
+ */
+void mem_finish(struct memory *m);
+struct mem_live mem_growth_to(const struct memory *m, const struct mem_snap *s,
+			      const struct mem_live *v);
+const char *mem_stack_key(const struct memory *m, size_t stack);
+double mem_secs(uint64_t ns);
+const char *mem_human(char *buf, size_t len, uint64_t bytes);
+const char *mem_moment_text(char *buf, size_t len, const struct memory *m, uint64_t t,
+			    uint64_t ts);
 
 /* The figures of v at moment k: its snapshot if taken since the moment was set. */
 static inline struct mem_live mem_at(const struct memory *m, const struct mem_snap *s,

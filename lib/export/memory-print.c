@@ -2,9 +2,8 @@
 /*
  * What memory.c found, shown (memory.h): text tables (the curve, the peak
  * and --at moment with their stacks as a table and as top's tree of
- * callers, what is still live at the end by age and by stack, churn,
- * gaps), one JSON document with the same, the curve as a small SVG, and
- * the stacks of a moment for the flame graph writer.
+ * callers, the growth since --baseline, what is still live at the end by
+ * age and by stack, churn, gaps), or one JSON document with the same.
  */
 #include <assert.h>
 #include <errno.h>
@@ -18,7 +17,7 @@
 #include "memory-internal.h"
 
 #define NSEC_PER_SEC UINT64_C(1000000000)
-#define CURVE_KINDS 4			/* kinds with a column of their own in the text curve */
+#define CURVE_KINDS 4			/* kinds with a column in the text curve */
 #define JSON_MAX ((size_t)64 << 20)
 
 /* Ages of what is still live at the end. */
@@ -37,12 +36,12 @@ struct row {
 	uint64_t sort;
 };
 
-static double secs(uint64_t ns)
+double mem_secs(uint64_t ns)
 {
 	return (double)ns / 1e9;
 }
 
-static const char *human(char *buf, size_t len, uint64_t bytes)
+const char *mem_human(char *buf, size_t len, uint64_t bytes)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = (double)bytes;
@@ -74,20 +73,20 @@ static const char *date(char *buf, size_t len, uint64_t wall)
 }
 
 /* How a moment reads: its date (when known), offset and trace-clock time. */
-static const char *moment_text(char *buf, size_t len, const struct memory *m, uint64_t t,
-			       uint64_t ts)
+const char *mem_moment_text(char *buf, size_t len, const struct memory *m, uint64_t t,
+			    uint64_t ts)
 {
 	char d[64];
 
 	if (m->wall_known)
 		(void)snprintf(buf, len, "%s (+%.3f s; trace %.6f)", date(d, sizeof(d), t),
-			       secs(t - m->t0), secs(ts));
+			       mem_secs(t - m->t0), mem_secs(ts));
 	else
-		(void)snprintf(buf, len, "trace %.6f (+%.3f s)", secs(ts), secs(t - m->t0));
+		(void)snprintf(buf, len, "trace %.6f (+%.3f s)", mem_secs(ts), mem_secs(t - m->t0));
 	return buf;
 }
 
-static const char *stack_key(const struct memory *m, size_t stack)
+const char *mem_stack_key(const struct memory *m, size_t stack)
 {
 	return strmap_get(m->keys, m->stacks[stack].key, NULL);
 }
@@ -185,7 +184,7 @@ static int build_tree(const struct memory *m, struct calltree_node *root, const 
 		      size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		const char *p = stack_key(m, rows[i].stack), *part;
+		const char *p = mem_stack_key(m, rows[i].stack), *part;
 		struct calltree_node *cur = root;
 		size_t len = 0;
 
@@ -219,8 +218,8 @@ static int print_moment(struct memory *m, FILE *f, struct json_writer *w,
 	if (w) {
 		json_object_open(w, what);
 		json_add_uint(w, "time_ns", mo->t);
-		json_add_double(w, "offset_s", secs(mo->t - m->t0));
-		json_add_double(w, "trace_s", secs(mo->ts));
+		json_add_double(w, "offset_s", mem_secs(mo->t - m->t0));
+		json_add_double(w, "trace_s", mem_secs(mo->ts));
 		if (m->wall_known)
 			json_add_string(w, "date", date(when, sizeof(when), mo->t));
 		json_add_uint(w, "bytes", mo->total.bytes);
@@ -246,7 +245,7 @@ static int print_moment(struct memory *m, FILE *f, struct json_writer *w,
 			json_add_uint(w, "bytes", rows[i].v.bytes);
 			json_add_uint(w, "objects", rows[i].v.objs);
 			json_add_double(w, "mean_age_s", mean_age(m, &rows[i].v, mo->t));
-			json_frames(w, stack_key(m, rows[i].stack));
+			json_frames(w, mem_stack_key(m, rows[i].stack));
 			json_object_close(w);
 		}
 		json_array_close(w);
@@ -254,18 +253,19 @@ static int print_moment(struct memory *m, FILE *f, struct json_writer *w,
 		return 0;
 	}
 	fprintf(f, "\n# %s: %s in %" PRIu64 " objects at %s\n", what,
-		human(b1, sizeof(b1), mo->total.bytes), mo->total.objs,
-		moment_text(when, sizeof(when), m, mo->t, mo->ts));
+		mem_human(b1, sizeof(b1), mo->total.bytes), mo->total.objs,
+		mem_moment_text(when, sizeof(when), m, mo->t, mo->ts));
 	if (mo->uncertain)
 		fprintf(f, "#   %s of it uncertain: allocated before events were lost (see gaps)\n",
-			human(b1, sizeof(b1), mo->uncertain));
-	fprintf(f, "%12s %10s %10s  %s\n", "bytes", "objects", "mean age", "stack (innermost first)");
+			mem_human(b1, sizeof(b1), mo->uncertain));
+	fprintf(f, "%12s %10s %10s  %s\n", "bytes", "objects", "mean age",
+		"stack (innermost first)");
 	for (size_t i = 0; i < n && i < limit; i++) {
 		_cleanup_free_ char *s = NULL, *line = NULL;
 
-		if (stack_line(&s, stack_key(m, rows[i].stack)) < 0 ||
+		if (stack_line(&s, mem_stack_key(m, rows[i].stack)) < 0 ||
 		    strprintf(&line, "%12s %10" PRIu64 " %8.1f s  %s",
-			      human(b2, sizeof(b2), rows[i].v.bytes), rows[i].v.objs,
+			      mem_human(b2, sizeof(b2), rows[i].v.bytes), rows[i].v.objs,
 			      mean_age(m, &rows[i].v, mo->t), s) < 0)
 			return -ENOMEM;
 		calltree_put_line(f, line, v->width);
@@ -273,7 +273,7 @@ static int print_moment(struct memory *m, FILE *f, struct json_writer *w,
 	if (n > limit)
 		fprintf(f, "%12s  (%zu more stacks)\n", "", n - limit);
 	fprintf(f, "\n# %s by allocating function, with the tree of its callers (share of %s)\n",
-		what, human(b1, sizeof(b1), mo->total.bytes));
+		what, mem_human(b1, sizeof(b1), mo->total.bytes));
 	r = build_tree(m, &root, rows, n);
 	for (size_t i = 0; r >= 0 && i < root.nr_kids && i < limit; i++) {
 		const struct calltree_node *e = &root.kids[i];
@@ -281,7 +281,7 @@ static int print_moment(struct memory *m, FILE *f, struct json_writer *w,
 
 		(void)snprintf(line, sizeof(line), "%10.2f%% %10s  %.*s",
 			       100.0 * (double)e->count / (double)MAX(mo->total.bytes, 1),
-			       human(b2, sizeof(b2), e->count), (int)MIN(e->len, (size_t)4096),
+			       mem_human(b2, sizeof(b2), e->count), (int)MIN(e->len, (size_t)4096),
 			       e->name);
 		calltree_put_line(f, line, v->width);
 		calltree_print(e, f, "             ", mo->total.bytes, v->min_percent, v->width);
@@ -304,15 +304,18 @@ static void print_curve(const struct memory *m, FILE *f)
 		    m->kinds[cols[j]].max_bytes >= m->kinds[i].max_bytes)
 			continue;
 		cols[j] = i;
-		for (; j > 0 && m->kinds[cols[j]].max_bytes > m->kinds[cols[j - 1]].max_bytes; j--) {
+		for (; j > 0 && m->kinds[cols[j]].max_bytes > m->kinds[cols[j - 1]].max_bytes;
+		     j--) {
 			size_t t = cols[j];
 
 			cols[j] = cols[j - 1];
 			cols[j - 1] = t;
 		}
 	}
-	fprintf(f, "\n# live bytes every %.3f s: the most in each step, what was left at its end%s\n",
-		secs(m->width * g), m->nr_kinds > nc ? "; the most of the kinds that held the most" : "");
+	fprintf(f, "\n# live bytes every %.3f s: the most in each step, what was left at its "
+		"end%s\n",
+		mem_secs(m->width * g),
+		m->nr_kinds > nc ? "; the most of the kinds that held the most" : "");
 	fprintf(f, "%12s %12s %12s %10s", "offset", "most", "at end", "objects");
 	for (size_t c = 0; c < nc; c++)
 		fprintf(f, " %14.14s", strmap_get(m->kind_names, m->kinds[cols[c]].name, NULL));
@@ -323,8 +326,8 @@ static void print_curve(const struct memory *m, FILE *f)
 
 		for (size_t j = i; j <= last; j++)
 			max = MAX(max, m->curve[j].max_bytes);
-		fprintf(f, "%10.3f s %12s", secs(i * m->width), human(b, sizeof(b), max));
-		fprintf(f, " %12s %10" PRIu64, human(b, sizeof(b), m->curve[last].end_bytes),
+		fprintf(f, "%10.3f s %12s", mem_secs(i * m->width), mem_human(b, sizeof(b), max));
+		fprintf(f, " %12s %10" PRIu64, mem_human(b, sizeof(b), m->curve[last].end_bytes),
 			m->curve[last].end_objs);
 		for (size_t c = 0; c < nc; c++) {
 			const struct mem_point *p = m->kinds[cols[c]].curve;
@@ -332,7 +335,7 @@ static void print_curve(const struct memory *m, FILE *f)
 
 			for (size_t j = i; j <= last; j++)
 				km = MAX(km, p[j].max_bytes);
-			fprintf(f, " %14s", human(b, sizeof(b), km));
+			fprintf(f, " %14s", mem_human(b, sizeof(b), km));
 		}
 		fputc('\n', f);
 	}
@@ -345,7 +348,7 @@ static void json_curve(const struct memory *m, struct json_writer *w)
 	json_array_open(w, "points");
 	for (size_t i = 0; i <= m->cur; i++) {
 		json_object_open(w, NULL);
-		json_add_double(w, "offset_s", secs(i * m->width));
+		json_add_double(w, "offset_s", mem_secs(i * m->width));
 		json_add_uint(w, "max_bytes", m->curve[i].max_bytes);
 		json_add_uint(w, "bytes", m->curve[i].end_bytes);
 		json_add_uint(w, "objects", m->curve[i].end_objs);
@@ -410,22 +413,22 @@ static int print_end(struct memory *m, FILE *f, struct json_writer *w, const str
 		json_array_open(w, "stacks");
 	} else {
 		fprintf(f, "\n# still live at the end: %s in %" PRIu64 " objects",
-			human(b1, sizeof(b1), m->total.bytes), m->total.objs);
+			mem_human(b1, sizeof(b1), m->total.bytes), m->total.objs);
 		if (uncertain)
 			fprintf(f, " (%s uncertain: allocated before events were lost)",
-				human(b2, sizeof(b2), uncertain));
+				mem_human(b2, sizeof(b2), uncertain));
 		fprintf(f, "\n%12s %12s %10s\n", "age", "bytes", "objects");
 		for (size_t b = 0; b < NR_BANDS; b++)
 			if (band_objs[b])
 				fprintf(f, "%12s %12s %10" PRIu64 "\n", bands[b].name,
-					human(b1, sizeof(b1), band_bytes[b]), band_objs[b]);
+					mem_human(b1, sizeof(b1), band_bytes[b]), band_objs[b]);
 		fprintf(f, "\n# still live at the end by stack (leak candidates: many, and old)\n");
 		fprintf(f, "%12s %10s %10s %10s  %s\n", "bytes", "objects", "mean age", "oldest",
 			"stack (innermost first)");
 	}
 	for (size_t i = 0; i < n && i < limit; i++) {
 		const struct mem_stack *st = &m->stacks[rows[i].stack];
-		double oldest = st->end_min_t <= end ? secs(end - st->end_min_t) : 0;
+		double oldest = st->end_min_t <= end ? mem_secs(end - st->end_min_t) : 0;
 		_cleanup_free_ char *s = NULL, *line = NULL;
 
 		if (w) {
@@ -434,13 +437,13 @@ static int print_end(struct memory *m, FILE *f, struct json_writer *w, const str
 			json_add_uint(w, "objects", rows[i].v.objs);
 			json_add_double(w, "mean_age_s", mean_age(m, &rows[i].v, end));
 			json_add_double(w, "oldest_age_s", oldest);
-			json_frames(w, stack_key(m, rows[i].stack));
+			json_frames(w, mem_stack_key(m, rows[i].stack));
 			json_object_close(w);
 			continue;
 		}
-		if (stack_line(&s, stack_key(m, rows[i].stack)) < 0 ||
+		if (stack_line(&s, mem_stack_key(m, rows[i].stack)) < 0 ||
 		    strprintf(&line, "%12s %10" PRIu64 " %8.1f s %8.1f s  %s",
-			      human(b1, sizeof(b1), rows[i].v.bytes), rows[i].v.objs,
+			      mem_human(b1, sizeof(b1), rows[i].v.bytes), rows[i].v.objs,
 			      mean_age(m, &rows[i].v, end), oldest, s) < 0)
 			return -ENOMEM;
 		calltree_put_line(f, line, v->width);
@@ -453,7 +456,8 @@ static int print_end(struct memory *m, FILE *f, struct json_writer *w, const str
 }
 
 /* Allocations freed within churn_ns, by stack. */
-static int print_churn(struct memory *m, FILE *f, struct json_writer *w, const struct memory_view *v)
+static int print_churn(struct memory *m, FILE *f, struct json_writer *w,
+		       const struct memory_view *v)
 {
 	_cleanup_free_ struct row *rows = calloc(m->nr_stacks ?: 1, sizeof(*rows));
 	size_t n = 0, limit = v->limit ?: 10;
@@ -467,10 +471,11 @@ static int print_churn(struct memory *m, FILE *f, struct json_writer *w, const s
 	qsort(rows, n, sizeof(*rows), row_cmp);
 	if (w) {
 		json_object_open(w, "churn");
-		json_add_double(w, "within_s", secs(m->o.churn_ns));
+		json_add_double(w, "within_s", mem_secs(m->o.churn_ns));
 		json_array_open(w, "stacks");
 	} else {
-		fprintf(f, "\n# churn: allocations freed within %.3f s, by stack\n", secs(m->o.churn_ns));
+		fprintf(f, "\n# churn: allocations freed within %.3f s, by stack\n",
+			mem_secs(m->o.churn_ns));
 		fprintf(f, "%12s %12s %12s  %s\n", "freed soon", "bytes", "allocations",
 			"stack (innermost first)");
 	}
@@ -483,13 +488,13 @@ static int print_churn(struct memory *m, FILE *f, struct json_writer *w, const s
 			json_add_uint(w, "freed_soon", st->churn);
 			json_add_uint(w, "freed_soon_bytes", st->churn_bytes);
 			json_add_uint(w, "allocations", st->allocs);
-			json_frames(w, stack_key(m, rows[i].stack));
+			json_frames(w, mem_stack_key(m, rows[i].stack));
 			json_object_close(w);
 			continue;
 		}
-		if (stack_line(&s, stack_key(m, rows[i].stack)) < 0 ||
+		if (stack_line(&s, mem_stack_key(m, rows[i].stack)) < 0 ||
 		    strprintf(&line, "%12" PRIu64 " %12s %12" PRIu64 "  %s", st->churn,
-			      human(b1, sizeof(b1), st->churn_bytes), st->allocs, s) < 0)
+			      mem_human(b1, sizeof(b1), st->churn_bytes), st->allocs, s) < 0)
 			return -ENOMEM;
 		calltree_put_line(f, line, v->width);
 	}
@@ -521,11 +526,11 @@ static int lost_free_stacks(const struct memory *m, FILE *f, struct json_writer 
 		if (w) {
 			json_object_open(w, NULL);
 			json_add_uint(w, "lost_frees", rows[i].sort);
-			json_frames(w, stack_key(m, rows[i].stack));
+			json_frames(w, mem_stack_key(m, rows[i].stack));
 			json_object_close(w);
 			continue;
 		}
-		if (stack_line(&s, stack_key(m, rows[i].stack)) < 0 ||
+		if (stack_line(&s, mem_stack_key(m, rows[i].stack)) < 0 ||
 		    strprintf(&line, "%12" PRIu64 "  %s", rows[i].sort, s) < 0)
 			return -ENOMEM;
 		calltree_put_line(f, line, v->width);
@@ -560,8 +565,8 @@ static int print_gaps(const struct memory *m, FILE *f, struct json_writer *w,
 			const struct mem_loss *l = &m->losses[i];
 
 			json_object_open(w, NULL);
-			json_add_double(w, "offset_s", secs(l->t - m->t0));
-			json_add_double(w, "trace_s", secs(l->ts));
+			json_add_double(w, "offset_s", mem_secs(l->t - m->t0));
+			json_add_double(w, "trace_s", mem_secs(l->ts));
 			if (l->recording)
 				json_add_null(w, "cpu");
 			else
@@ -576,40 +581,41 @@ static int print_gaps(const struct memory *m, FILE *f, struct json_writer *w,
 	}
 	fprintf(f, "\n# gaps\n");
 	fprintf(f, "frees of allocations not read (made before the selection): %" PRIu64
-		" slab, %" PRIu64 " page\n", m->unknown_frees[MEM_SLAB], m->unknown_frees[MEM_PAGES]);
+		" slab, %" PRIu64 " page\n", m->unknown_frees[MEM_SLAB],
+		m->unknown_frees[MEM_PAGES]);
 	fprintf(f, "lost frees (allocated again before a free was seen): %" PRIu64 " (%s)\n",
-		m->lost_frees, human(b1, sizeof(b1), m->lost_free_bytes));
+		m->lost_frees, mem_human(b1, sizeof(b1), m->lost_free_bytes));
 	r = lost_free_stacks(m, f, NULL, v);
 	if (r < 0)
 		return r;
 	if (m->boots > 1)
-		fprintf(f, "%zu boots: %" PRIu64 " objects (%s) live at a boot's end were dropped\n",
-			m->boots, m->dropped_objs, human(b1, sizeof(b1), m->dropped_bytes));
+		fprintf(f, "%zu boots: %" PRIu64
+			" objects (%s) live at a boot's end were dropped\n", m->boots,
+			m->dropped_objs, mem_human(b1, sizeof(b1), m->dropped_bytes));
 	if (!m->all_losses) {
 		fprintf(f, "no events lost: every pair is certain\n");
 		return 0;
 	}
-	fprintf(f, "events lost %" PRIu64 " times; what was live then may have been freed unseen:\n",
-		m->all_losses);
+	fprintf(f, "events lost %" PRIu64
+		" times; what was live then may have been freed unseen:\n", m->all_losses);
 	for (size_t i = 0; i < m->nr_losses; i++) {
 		const struct mem_loss *l = &m->losses[i];
 
 		if (l->recording)
 			fprintf(f, "  %s: a new recording of the boot, %s uncertain\n",
-				moment_text(when, sizeof(when), m, l->t, l->ts),
-				human(b1, sizeof(b1), l->live_bytes));
+				mem_moment_text(when, sizeof(when), m, l->t, l->ts),
+				mem_human(b1, sizeof(b1), l->live_bytes));
 		else
 			fprintf(f, "  %s: CPU %u lost %lld events, %s uncertain\n",
-				moment_text(when, sizeof(when), m, l->t, l->ts), l->cpu, l->lost,
-				human(b1, sizeof(b1), l->live_bytes));
+				mem_moment_text(when, sizeof(when), m, l->t, l->ts), l->cpu,
+				l->lost, mem_human(b1, sizeof(b1), l->live_bytes));
 	}
 	if (m->all_losses > m->nr_losses)
 		fprintf(f, "  (%" PRIu64 " more)\n", m->all_losses - m->nr_losses);
 	return 0;
 }
 
-/* The --at and --baseline moments, set at the end when no event came after them. */
-static void finish(struct memory *m)
+void mem_finish(struct memory *m)
 {
 	if (m->o.at && !m->moment[MEM_AT].set)
 		mem_moment_set(m, MEM_AT);
@@ -632,9 +638,8 @@ static int growth_cmp(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* A stack's figures at the end of a comparison: at --at, else now. */
-static struct mem_live growth_to(const struct memory *m, const struct mem_snap *s,
-				 const struct mem_live *v)
+struct mem_live mem_growth_to(const struct memory *m, const struct mem_snap *s,
+			      const struct mem_live *v)
 {
 	return m->moment[MEM_AT].set ? mem_at(m, s, v, MEM_AT) : *v;
 }
@@ -646,8 +651,8 @@ static void json_growth_end(struct json_writer *w, const char *key, const struct
 
 	json_object_open(w, key);
 	json_add_uint(w, "time_ns", t);
-	json_add_double(w, "offset_s", secs(t - m->t0));
-	json_add_double(w, "trace_s", secs(ts));
+	json_add_double(w, "offset_s", mem_secs(t - m->t0));
+	json_add_double(w, "trace_s", mem_secs(ts));
 	if (m->wall_known)
 		json_add_string(w, "date", date(d, sizeof(d), t));
 	json_add_uint(w, "bytes", v->bytes);
@@ -670,8 +675,9 @@ static int print_growth(const struct memory *m, FILE *f, struct json_writer *w,
 		return -ENOMEM;
 	for (size_t i = 0; i < m->nr_stacks; i++) {
 		const struct mem_stack *st = &m->stacks[i];
-		struct growth_row r = { .stack = i, .before = mem_at(m, st->snap, &st->live, MEM_BASE),
-					.after = growth_to(m, st->snap, &st->live) };
+		struct growth_row r = { .stack = i,
+					.before = mem_at(m, st->snap, &st->live, MEM_BASE),
+					.after = mem_growth_to(m, st->snap, &st->live) };
 
 		r.growth = (int64_t)r.after.bytes - (int64_t)r.before.bytes;
 		if (r.growth)
@@ -685,14 +691,16 @@ static int print_growth(const struct memory *m, FILE *f, struct json_writer *w,
 		json_array_open(w, "stacks");
 	} else {
 		fprintf(f, "\n# growth from %s to %s: %s -> %s\n",
-			moment_text(when, sizeof(when), m, b->t, b->ts),
-			a->set ? moment_text(when2, sizeof(when2), m, t, ts) : "the end",
-			human(b1, sizeof(b1), b->total.bytes), human(b2, sizeof(b2), to.bytes));
+			mem_moment_text(when, sizeof(when), m, b->t, b->ts),
+			a->set ? mem_moment_text(when2, sizeof(when2), m, t, ts) : "the end",
+			mem_human(b1, sizeof(b1), b->total.bytes),
+			mem_human(b2, sizeof(b2), to.bytes));
 		fprintf(f, "%12s %12s %12s %10s  %s\n", "growth", "before", "after", "objects",
 			"stack (innermost first)");
 	}
 	for (size_t i = 0; i < n && i < limit; i++) {
 		const struct growth_row *r = &rows[i];
+		uint64_t change = (uint64_t)(r->growth < 0 ? -r->growth : r->growth);
 		_cleanup_free_ char *sl = NULL, *line = NULL;
 
 		if (w) {
@@ -702,15 +710,16 @@ static int print_growth(const struct memory *m, FILE *f, struct json_writer *w,
 			json_add_uint(w, "after_bytes", r->after.bytes);
 			json_add_uint(w, "before_objects", r->before.objs);
 			json_add_uint(w, "after_objects", r->after.objs);
-			json_frames(w, stack_key(m, r->stack));
+			json_frames(w, mem_stack_key(m, r->stack));
 			json_object_close(w);
 			continue;
 		}
 		(void)snprintf(b3, sizeof(b3), "%s%s", r->growth < 0 ? "-" : "+",
-			       human(b1, sizeof(b1), (uint64_t)(r->growth < 0 ? -r->growth : r->growth)));
-		if (stack_line(&sl, stack_key(m, r->stack)) < 0 ||
+			       mem_human(b1, sizeof(b1), change));
+		if (stack_line(&sl, mem_stack_key(m, r->stack)) < 0 ||
 		    strprintf(&line, "%12s %12s %12s %+10" PRId64 "  %s", b3,
-			      human(b1, sizeof(b1), r->before.bytes), human(b2, sizeof(b2), r->after.bytes),
+			      mem_human(b1, sizeof(b1), r->before.bytes),
+			      mem_human(b2, sizeof(b2), r->after.bytes),
 			      (int64_t)r->after.objs - (int64_t)r->before.objs, sl) < 0)
 			return -ENOMEM;
 		calltree_put_line(f, line, v->width);
@@ -731,7 +740,7 @@ int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
 	assert(m);
 	assert(f);
 	assert(v);
-	finish(m);
+	mem_finish(m);
 	if (v->json) {
 		json_writer_init(&jw, JSON_MAX);
 		w = &jw;
@@ -745,15 +754,17 @@ int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
 		json_object_close(w);
 		json_add_bool(w, "wall_clock", m->wall_known);
 		json_add_uint(w, "start_ns", m->t0);
-		json_add_double(w, "span_s", secs(m->t_last - m->t0));
+		json_add_double(w, "span_s", mem_secs(m->t_last - m->t0));
 		json_curve(m, w);
 	} else {
-		fprintf(f, "# live memory: %" PRIu64 " slab allocations, %" PRIu64 " frees; %" PRIu64
-			" page allocations, %" PRIu64 " frees; %" PRIu64 " allocations counted\n",
+		fprintf(f, "# live memory: %" PRIu64 " slab allocations, %" PRIu64
+			" frees; %" PRIu64 " page allocations, %" PRIu64 " frees; %" PRIu64
+			" allocations counted\n",
 			m->allocs[MEM_SLAB], m->frees[MEM_SLAB], m->allocs[MEM_PAGES],
 			m->frees[MEM_PAGES], m->selected);
-		fprintf(f, "# from %s for %.3f s\n", moment_text(when, sizeof(when), m, m->t0, m->ts0),
-			secs(m->t_last - m->t0));
+		fprintf(f, "# from %s for %.3f s\n",
+			mem_moment_text(when, sizeof(when), m, m->t0, m->ts0),
+			mem_secs(m->t_last - m->t0));
 		print_curve(m, f);
 	}
 	r = print_moment(m, f, w, v, MEM_PEAK, "peak");
@@ -780,119 +791,4 @@ int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
 	}
 	(void)b1;
 	return r;
-}
-
-/* Add the stack key of v.bytes to fg (to its baseline if before). */
-static int fg_add(const struct memory *m, struct flamegraph *fg, size_t stack, uint64_t bytes,
-		  bool before)
-{
-	_cleanup_free_ char *copy = NULL;
-	_cleanup_free_ const char **fr = NULL;
-	size_t n = 1, nf = 0;
-
-	if (!bytes)
-		return 0;
-	copy = strdup(stack_key(m, stack));
-	if (!copy)
-		return -ENOMEM;
-	for (const char *p = copy; *p; p++)
-		n += *p == ';';
-	fr = calloc(n, sizeof(*fr));
-	if (!fr)
-		return -ENOMEM;
-	/* the key is "EVENT;inner;...;outer": the graph wants EVENT;outer;...;inner */
-	for (char *p = copy, *e; p; p = e) {
-		e = strchr(p, ';');
-		if (e)
-			*e++ = '\0';
-		fr[nf++] = p;
-	}
-	for (size_t a = 1, b = nf - 1; a < b; a++, b--) {
-		const char *t = fr[a];
-
-		fr[a] = fr[b];
-		fr[b] = t;
-	}
-	return flamegraph_add(fg, fr, nf, bytes, before);
-}
-
-int memory_flamegraph(struct memory *m, struct flamegraph *fg)
-{
-	bool diff = m->o.baseline != 0;
-	int k, r;
-
-	assert(m);
-	assert(fg);
-	finish(m);
-	k = m->moment[MEM_AT].set ? MEM_AT : MEM_PEAK;
-	for (size_t i = 0; i < m->nr_stacks; i++) {
-		const struct mem_stack *st = &m->stacks[i];
-
-		if (diff) {
-			r = fg_add(m, fg, i, mem_at(m, st->snap, &st->live, MEM_BASE).bytes, true);
-			if (r >= 0)
-				r = fg_add(m, fg, i, growth_to(m, st->snap, &st->live).bytes, false);
-		} else {
-			r = fg_add(m, fg, i, mem_at(m, st->snap, &st->live, k).bytes, false);
-		}
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-int memory_write_svg(struct memory *m, FILE *f, const char *title)
-{
-	const double W = 800, H = 320, left = 80, right = 20, top = 40, bottom = 40;
-	const double pw = W - left - right, ph = H - top - bottom;
-	const struct mem_moment *pk = &m->moment[MEM_PEAK];
-	size_t n = m->cur + 1, ip;
-	uint64_t ymax = 1;
-	char b1[32], when[160];
-
-	assert(m);
-	assert(f);
-	for (size_t i = 0; i < n; i++)
-		ymax = MAX(ymax, m->curve[i].max_bytes);
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-		"viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
-		W, H, W, H);
-	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-	fputs("<text x=\"10\" y=\"20\" font-size=\"14\">", f);
-	for (const char *p = title ?: "live memory"; *p; p++)
-		fputs(*p == '<' ? "&lt;" : *p == '&' ? "&amp;" : *p == '>' ? "&gt;" : (char[]){ *p, 0 },
-		      f);
-	fputs("</text>\n", f);
-	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
-		left, top + ph, left + pw, top + ph);
-	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
-		left, top, left, top + ph);
-	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n", left - 4, top + 4,
-		human(b1, sizeof(b1), ymax));
-	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">0</text>\n", left - 4, top + ph);
-	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">+0 s</text>\n", left, top + ph + 16);
-	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">+%.3f s</text>\n", left + pw,
-		top + ph + 16, secs(n * m->width));
-	fputs("<polyline id=\"curve\" fill=\"none\" stroke=\"#c03030\" stroke-width=\"1.5\" points=\"",
-	      f);
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s%.2f,%.2f", i ? " " : "", left + ((double)i + 0.5) / (double)n * pw,
-			top + ph - (double)m->curve[i].max_bytes / (double)ymax * ph);
-	fputs("\"/>\n", f);
-	if (pk->set) {
-		ip = MIN((size_t)((pk->t - m->t0) / m->width), n - 1);
-		fprintf(f, "<circle id=\"peak\" cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"none\" "
-			"stroke=\"black\" data-bytes=\"%" PRIu64 "\" data-time=\"%.6f\"/>\n",
-			left + ((double)ip + 0.5) / (double)n * pw,
-			top + ph - (double)pk->total.bytes / (double)ymax * ph, pk->total.bytes,
-			secs(pk->t - m->t0));
-		fprintf(f, "<text x=\"%.2f\" y=\"%.2f\">peak %s at %s</text>\n",
-			MIN(left + ((double)ip + 0.5) / (double)n * pw + 8, W - 300),
-			MAX(top + ph - (double)pk->total.bytes / (double)ymax * ph - 6, top + 12),
-			human(b1, sizeof(b1), pk->total.bytes),
-			moment_text(when, sizeof(when), m, pk->t, pk->ts));
-	}
-	fputs("</svg>\n", f);
-	return ferror(f) ? -EIO : 0;
 }

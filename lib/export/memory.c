@@ -72,7 +72,7 @@ struct memory *memory_new(const struct memory_options *o)
 	return steal_ptr(m);
 }
 
-/* Charge the growth of an array of cap elements of size bytes to need, as GREEDY_REALLOC grows it. */
+/* Charge the growth of an array of cap elements of size bytes to need, as GREEDY_REALLOC does. */
 static int charge_growth(struct memory *m, size_t cap, size_t need, size_t size, const char *what)
 {
 	size_t n;
@@ -113,9 +113,12 @@ static void index_compact(struct memory *m)
 	if (m->index.nr < 2 * m->live + 1024)
 		return;
 	hashtab_clear(&m->index);
-	for (size_t i = 0; i < m->nr_objs; i++)
-		if (m->objs[i].live)	/* room is there: fewer entries than before */
-			(void)hashtab_add(&m->index, obj_hash(m->objs[i].cls, m->objs[i].key), i + 1);
+	for (size_t i = 0; i < m->nr_objs; i++) {
+		const struct mem_obj *o = &m->objs[i];
+
+		if (o->live)	/* room is there: fewer entries than before */
+			(void)hashtab_add(&m->index, obj_hash(o->cls, o->key), i + 1);
+	}
 }
 
 /*
@@ -231,7 +234,8 @@ static void curve_halve(struct mem_point *c, size_t n, size_t cur)
 		struct mem_point a = c[2 * i], b = c[2 * i + 1];
 
 		if (2 * i + 1 <= cur)
-			a = (struct mem_point){ b.end_bytes, b.end_objs, MAX(a.max_bytes, b.max_bytes) };
+			a = (struct mem_point){ b.end_bytes, b.end_objs,
+						MAX(a.max_bytes, b.max_bytes) };
 		c[i] = a;
 	}
 	memset(c + n / 2, 0, (n - n / 2) * sizeof(*c));
@@ -357,7 +361,8 @@ static int stack_of(struct memory *m, const struct sample *s, uint32_t *ret)
 	if (idx == m->nr_stacks) {
 		r = budget_charge(&m->charged, m->key.len + 64, "the allocation stacks");
 		if (r >= 0)
-			r = GROW(m, m->stacks, m->cap_stacks, m->nr_stacks + 1, "the allocation stacks");
+			r = GROW(m, m->stacks, m->cap_stacks, m->nr_stacks + 1,
+				 "the allocation stacks");
 		if (r < 0)
 			return r;
 		m->stacks[m->nr_stacks++] = (struct mem_stack){ .key = idx };
@@ -391,7 +396,8 @@ static int kind_of(struct memory *m, const struct sample *s, int cls, uint64_t b
 		r = budget_charge(&m->charged, m->nr_points * sizeof(struct mem_point) + 128,
 				  "the allocation kinds");
 		if (r >= 0)
-			r = GROW(m, m->kinds, m->cap_kinds, m->nr_kinds + 1, "the allocation kinds");
+			r = GROW(m, m->kinds, m->cap_kinds, m->nr_kinds + 1,
+				 "the allocation kinds");
 		if (r < 0)
 			return r;
 		k = &m->kinds[m->nr_kinds];
@@ -413,11 +419,12 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	int r;
 
 	if (cls == MEM_PAGES) {
-		if (!field_u64(s, "pfn", &key) || key == UINT64_MAX || !field_u64(s, "order", &order) ||
-		    order > 20)
+		if (!field_u64(s, "pfn", &key) || key == UINT64_MAX ||
+		    !field_u64(s, "order", &order) || order > 20)
 			return 0;	/* a failed allocation */
 		bytes = PAGE_BYTES << order;
-	} else if (!field_u64(s, "ptr", &key) || key <= 16 || !field_u64(s, "bytes_alloc", &bytes)) {
+	} else if (!field_u64(s, "ptr", &key) || key <= 16 ||
+		   !field_u64(s, "bytes_alloc", &bytes)) {
 		return 0;		/* failed (NULL), or not of a known format */
 	}
 	m->allocs[cls]++;
