@@ -141,10 +141,12 @@ static int parse_args(int argc, char **argv, struct memory_args *a, struct selec
 		case OPT_BASELINE:
 			if (wallclock_parse(optarg, sel->now, &at) < 0) {
 				log_err("invalid time '%s' (2026-12-01 03:12, 03:12, -10min, "
-					"2026-12-01T03:12:00+01:00 or trace-clock seconds)", optarg);
+					"2026-12-01T03:12:00+01:00 or trace-clock seconds)",
+					optarg);
 				return -EINVAL;
 			}
-			*(c == OPT_AT ? &a->o.at : &a->o.baseline) = at.ns ?: 1;	/* 0: none */
+			/* 0 means none */
+			*(c == OPT_AT ? &a->o.at : &a->o.baseline) = at.ns ?: 1;
 			*(c == OPT_AT ? &a->o.at_trace : &a->o.baseline_trace) = at.trace;
 			continue;
 		case OPT_CHURN:
@@ -227,7 +229,8 @@ static int explain(enum memory_verdict verdict, const struct memory_args *a, uin
 		log_err("none of the %" PRIu64 " allocations read is %s%s%s%s%s%s", allocs,
 			a->pid_arg ? "of pid " : "", a->pid_arg ?: "",
 			a->o.comm ? (a->pid_arg ? " and of task " : "of task ") : "",
-			a->o.comm ?: "", a->o.event ? (a->pid_arg || a->o.comm ? " and a " : "a ") : "",
+			a->o.comm ?: "",
+			a->o.event ? (a->pid_arg || a->o.comm ? " and a " : "a ") : "",
 			a->o.event ?: "");
 		return 2;
 	default:
@@ -317,7 +320,7 @@ int cmd_memory(int argc, char **argv)
 	if (ret < 0 || ret == 2)
 		return ret < 0 ? 1 : 2;
 	if (!ctx.samples)
-		return ret;	/* the selection said "no events matched", as other commands do */
+		return ret;	/* the selection said "no events matched", as elsewhere */
 	verdict = memory_check(m);
 	if (verdict != MEMORY_OK)
 		return explain(verdict, &a, memory_allocations(m));
@@ -334,9 +337,13 @@ int cmd_memory(int argc, char **argv)
 		}
 	}
 	if (a.flamegraph) {
-		struct fg_data d = { m, a.o.baseline ? (a.o.at ? "growth of live bytes from --baseline to --at"
-							     : "growth of live bytes from --baseline to the end")
-					: a.o.at ? "bytes live at --at" : "bytes live at the peak" };
+		struct fg_data d = { m, "bytes live at the peak" };
+
+		if (a.o.baseline)
+			d.title = a.o.at ? "growth of live bytes from --baseline to --at"
+					 : "growth of live bytes from --baseline to the end";
+		else if (a.o.at)
+			d.title = "bytes live at --at";
 
 		r = write_file_with(a.flamegraph, flamegraph_to, &d);
 		if (r < 0) {
