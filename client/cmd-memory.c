@@ -17,6 +17,7 @@
 #include "log.h"
 #include "memory.h"
 #include "sample-source.h"
+#include "segtally.h"
 #include "selection.h"
 
 static const char memory_usage[] =
@@ -63,15 +64,49 @@ struct memory_args {
 
 struct memory_ctx {
 	struct memory *m;
+	struct segtally tally;		/* the segments read: their index's losses */
+	uint64_t last_serial;		/* the latest segment whose losses were given */
 	uint64_t samples;
 	int error;
 };
+
+/*
+ * The losses the index of the segment of s counts (the kernel's drops,
+ * which no page marks), given to the engine with the segment's first
+ * sample. A segment without an index (being written, recovered) has only
+ * the losses its pages mark, which come with the samples.
+ */
+static int segment_losses(struct memory_ctx *ctx, const struct sample *s)
+{
+	const struct segtally_segment *seg;
+	int r;
+
+	if (!s->origin || s->origin->serial <= ctx->last_serial)
+		return 0;	/* seen (samples of two segments interleave where they meet) */
+	ctx->last_serial = s->origin->serial;
+	r = segtally_add_segment(&ctx->tally, s->origin->path);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return 0;	/* the decoder has said what is wrong with it */
+	seg = &ctx->tally.segs[ctx->tally.nr_segs - 1];
+	for (uint32_t i = 0; i < seg->nr_index; i++) {
+		if (!seg->index[i].lost_events)
+			continue;
+		r = memory_segment_loss(ctx->m, s, seg->index[i].cpu, seg->index[i].lost_events);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
 
 static int memory_sample(const struct sample *s, void *userdata)
 {
 	struct memory_ctx *ctx = userdata;
 	int r = memory_add(ctx->m, s);
 
+	if (r >= 0)
+		r = segment_losses(ctx, s);
 	ctx->samples++;
 	if (r < 0) {
 		ctx->error = r;
@@ -309,7 +344,9 @@ int cmd_memory(int argc, char **argv)
 		return 1;
 	}
 	ctx.m = m;
+	segtally_init(&ctx.tally);
 	ret = sample_source_run(&sel, &so, memory_sample, &ctx);
+	segtally_done(&ctx.tally);
 	if (ctx.error) {
 		if (budget_error())
 			log_err("%s", budget_error());

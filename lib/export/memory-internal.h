@@ -73,12 +73,20 @@ struct mem_moment {
 	uint64_t version;
 };
 
+enum mem_loss_kind {
+	MEM_LOSS_CPU,			/* a CPU's page says events were lost before it */
+	MEM_LOSS_RECORDING,		/* a new recording of the boot: nothing in between */
+	MEM_LOSS_SEGMENT,		/* a segment's index counts losses its pages do not place */
+	MEM_LOSS_KIND_MAX
+};
+
 struct mem_loss {
 	uint64_t t, ts, wall;
 	unsigned int cpu;
 	long long lost;			/* -1: the kernel did not count them */
 	uint64_t live_bytes;		/* what became uncertain */
-	bool recording;			/* a new recording of the boot, not a CPU's loss */
+	enum mem_loss_kind kind;
+	char segment[64];		/* MEM_LOSS_SEGMENT: the file's name */
 };
 
 #define MEM_MAX_LOSSES 100
@@ -121,7 +129,9 @@ struct memory {
 	uint64_t allocs[MEM_CLASS_MAX], frees[MEM_CLASS_MAX], selected;
 	uint64_t unknown_frees[MEM_CLASS_MAX];
 	uint64_t lost_frees, lost_free_bytes;
-	uint64_t last_loss_t;		/* this boot; 0: none */
+	uint64_t last_loss_t;		/* this boot; 0: none; objects up to it are uncertain */
+	bool loss_open;			/* a segment with unplaced losses is being read */
+	uint64_t loss_serial;		/* that segment's sample_origin serial */
 	struct mem_loss *losses;
 	size_t nr_losses, cap_losses;
 	uint64_t all_losses;

@@ -256,7 +256,7 @@ static int print_moment(struct memory *m, FILE *f, struct json_writer *w,
 		mem_human(b1, sizeof(b1), mo->total.bytes), mo->total.objs,
 		mem_moment_text(when, sizeof(when), m, mo->t, mo->ts));
 	if (mo->uncertain)
-		fprintf(f, "#   %s of it uncertain: allocated before events were lost (see gaps)\n",
+		fprintf(f, "#   %s of it uncertain: may have been freed in events lost (gaps)\n",
 			mem_human(b1, sizeof(b1), mo->uncertain));
 	fprintf(f, "%12s %10s %10s  %s\n", "bytes", "objects", "mean age",
 		"stack (innermost first)");
@@ -415,7 +415,7 @@ static int print_end(struct memory *m, FILE *f, struct json_writer *w, const str
 		fprintf(f, "\n# still live at the end: %s in %" PRIu64 " objects",
 			mem_human(b1, sizeof(b1), m->total.bytes), m->total.objs);
 		if (uncertain)
-			fprintf(f, " (%s uncertain: allocated before events were lost)",
+			fprintf(f, " (%s uncertain: may have been freed in events lost)",
 				mem_human(b2, sizeof(b2), uncertain));
 		fprintf(f, "\n%12s %12s %10s\n", "age", "bytes", "objects");
 		for (size_t b = 0; b < NR_BANDS; b++)
@@ -540,6 +540,12 @@ static int lost_free_stacks(const struct memory *m, FILE *f, struct json_writer 
 	return 0;
 }
 
+static const char *const loss_kinds[MEM_LOSS_KIND_MAX] = {
+	[MEM_LOSS_CPU] = "cpu",
+	[MEM_LOSS_RECORDING] = "recording",
+	[MEM_LOSS_SEGMENT] = "segment",
+};
+
 /* What could not be paired, and where pairs are uncertain. */
 static int print_gaps(const struct memory *m, FILE *f, struct json_writer *w,
 		      const struct memory_view *v)
@@ -567,10 +573,13 @@ static int print_gaps(const struct memory *m, FILE *f, struct json_writer *w,
 			json_object_open(w, NULL);
 			json_add_double(w, "offset_s", mem_secs(l->t - m->t0));
 			json_add_double(w, "trace_s", mem_secs(l->ts));
-			if (l->recording)
+			json_add_string(w, "kind", loss_kinds[l->kind]);
+			if (l->kind == MEM_LOSS_RECORDING)
 				json_add_null(w, "cpu");
 			else
 				json_add_uint(w, "cpu", l->cpu);
+			if (l->kind == MEM_LOSS_SEGMENT)
+				json_add_string(w, "segment", l->segment);
 			json_add_int(w, "lost_events", l->lost);
 			json_add_uint(w, "uncertain_bytes", l->live_bytes);
 			json_object_close(w);
@@ -601,10 +610,15 @@ static int print_gaps(const struct memory *m, FILE *f, struct json_writer *w,
 	for (size_t i = 0; i < m->nr_losses; i++) {
 		const struct mem_loss *l = &m->losses[i];
 
-		if (l->recording)
+		if (l->kind == MEM_LOSS_RECORDING)
 			fprintf(f, "  %s: a new recording of the boot, %s uncertain\n",
 				mem_moment_text(when, sizeof(when), m, l->t, l->ts),
 				mem_human(b1, sizeof(b1), l->live_bytes));
+		else if (l->kind == MEM_LOSS_SEGMENT)
+			fprintf(f, "  %s: CPU %u lost %lld events somewhere in %s (its pages do not "
+				"say where): %s uncertain, and all allocated until its end\n",
+				mem_moment_text(when, sizeof(when), m, l->t, l->ts), l->cpu,
+				l->lost, l->segment, mem_human(b1, sizeof(b1), l->live_bytes));
 		else
 			fprintf(f, "  %s: CPU %u lost %lld events, %s uncertain\n",
 				mem_moment_text(when, sizeof(when), m, l->t, l->ts), l->cpu,

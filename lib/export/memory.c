@@ -15,6 +15,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,7 +194,9 @@ static void account(struct memory *m, const struct mem_obj *o, int sign)
 	k->max_bytes = MAX(k->max_bytes, k->live.bytes);
 	point_note(&k->curve[m->cur], &k->live);
 	point_note(&m->curve[m->cur], &m->total);
-	if (sign < 0 && m->last_loss_t && o->t <= m->last_loss_t)
+	if (sign > 0 && m->loss_open)
+		m->uncertain += o->bytes;
+	else if (sign < 0 && m->last_loss_t && o->t <= m->last_loss_t)
 		m->uncertain -= MIN(m->uncertain, o->bytes);
 }
 
@@ -498,23 +501,54 @@ static int release(struct memory *m, const struct sample *s, int cls, uint64_t t
 	return obj_remove(m, o, t, true);
 }
 
-/* Events were lost (on a CPU, or between two recordings): every live byte is uncertain. */
-static int note_loss(struct memory *m, const struct sample *s, uint64_t t, bool recording)
+/*
+ * Events were lost (by a CPU before s, between two recordings, or somewhere
+ * in the segment of s): every live byte is uncertain, and with a segment's
+ * loss, every one allocated until a later segment.
+ */
+static int note_loss(struct memory *m, const struct sample *s, uint64_t t,
+		     enum mem_loss_kind kind, unsigned int cpu, long long lost)
 {
+	struct mem_loss *l;
 	int r;
 
 	m->all_losses++;
-	m->last_loss_t = t;
 	m->uncertain = m->total.bytes;
+	if (kind == MEM_LOSS_SEGMENT) {
+		m->loss_open = true;
+		m->loss_serial = s->origin->serial;
+		m->last_loss_t = UINT64_MAX;
+	} else if (!m->loss_open) {
+		m->last_loss_t = MAX(t, (uint64_t)1) - 1;	/* what came before s */
+	}
 	if (m->nr_losses >= MEM_MAX_LOSSES)
 		return 0;
 	r = GROW(m, m->losses, m->cap_losses, m->nr_losses + 1, "the event losses");
 	if (r < 0)
 		return r;
-	m->losses[m->nr_losses++] = (struct mem_loss){
-		.t = t, .ts = s->ts, .wall = s->wall_ns, .cpu = s->cpu, .lost = s->lost_before,
-		.live_bytes = m->total.bytes, .recording = recording };
+	l = &m->losses[m->nr_losses++];
+	*l = (struct mem_loss){ .t = t, .ts = s->ts, .wall = s->wall_ns, .cpu = cpu, .lost = lost,
+				.live_bytes = m->total.bytes, .kind = kind };
+	if (kind == MEM_LOSS_SEGMENT) {
+		const char *name = strrchr(s->origin->path, '/');
+
+		(void)snprintf(l->segment, sizeof(l->segment), "%s",
+			       name ? name + 1 : s->origin->path);
+	}
 	return 0;
+}
+
+int memory_segment_loss(struct memory *m, const struct sample *s, unsigned int cpu,
+			uint64_t lost)
+{
+	uint64_t t = 0;
+
+	assert(m);
+	assert(s);
+	assert(s->origin);
+	if (m->started)
+		t = MAX(m->t_last, m->wall_known ? s->wall_ns : s->ts);
+	return note_loss(m, s, t, MEM_LOSS_SEGMENT, cpu, lost > LLONG_MAX ? -1 : (long long)lost);
 }
 
 /* A new boot: no pair crosses it, so what was live is dropped (and counted). */
@@ -536,6 +570,7 @@ static int new_boot(struct memory *m)
 	}
 	hashtab_clear(&m->index);
 	m->last_loss_t = 0;
+	m->loss_open = false;
 	m->uncertain = 0;
 	return 0;
 }
@@ -550,6 +585,11 @@ static int origin(struct memory *m, const struct sample *s, uint64_t t)
 		return 0;		/* the segment of the last sample */
 	m->last_origin = o;
 	m->last_serial = o->serial;
+	if (m->loss_open && o->serial > m->loss_serial) {
+		/* past the segment that lost events somewhere: from here on, pairs are certain */
+		m->loss_open = false;
+		m->last_loss_t = MAX(t, (uint64_t)1) - 1;
+	}
 	if (!m->boots || strncmp(m->boot_id, o->boot_id, sizeof(m->boot_id) - 1)) {
 		if (m->boots) {
 			r = new_boot(m);
@@ -564,7 +604,7 @@ static int origin(struct memory *m, const struct sample *s, uint64_t t)
 	if (strncmp(m->recording_id, o->recording_id, sizeof(m->recording_id) - 1)) {
 		/* the same boot, recorded again: what happened in between is not there */
 		(void)snprintf(m->recording_id, sizeof(m->recording_id), "%s", o->recording_id);
-		return note_loss(m, s, t, true);
+		return note_loss(m, s, t, MEM_LOSS_RECORDING, s->cpu, 0);
 	}
 	return 0;
 }
@@ -607,7 +647,7 @@ int memory_add(struct memory *m, const struct sample *s)
 	curve_advance(m, t);
 	r = origin(m, s, t);
 	if (r >= 0 && s->lost_before)
-		r = note_loss(m, s, t, false);
+		r = note_loss(m, s, t, MEM_LOSS_CPU, s->cpu, s->lost_before);
 	if (r < 0)
 		return r;
 	switch (op) {

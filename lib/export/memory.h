@@ -77,6 +77,16 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct memory *, memory_free);
  */
 int memory_add(struct memory *m, const struct sample *s);
 
+/*
+ * The segment of the sample s (borrowed; its origin set), given before or
+ * with its first sample, lost lost events of CPU cpu that its pages do not
+ * place (the kernel dropped them when its buffer was full: the segment's
+ * index counts them): what is live then, and everything allocated until a
+ * later segment's samples come, is uncertain. Returns 0 or -ENOMEM.
+ */
+int memory_segment_loss(struct memory *m, const struct sample *s, unsigned int cpu,
+			uint64_t lost);
+
 /* What memory_check() found wrong with the input, for the caller's message. */
 enum memory_verdict {
 	MEMORY_OK,

@@ -220,7 +220,8 @@ static void test_gaps(void)
 	CHECK_MSG(m->uncertain == 1024, "%" PRIu64, m->uncertain);
 	CHECK(m->all_losses == 1 && m->nr_losses == 1 && m->losses[0].live_bytes == 1280);
 	text = print(m, false);
-	CHECK_MSG(strstr(text, "(1.0 KiB uncertain: allocated before events were lost)"), "%s", text);
+	CHECK_MSG(strstr(text, "(1.0 KiB uncertain: may have been freed in events lost)"), "%s",
+		  text);
 	CHECK(strstr(text, "CPU 0 lost 17 events, 1.2 KiB uncertain"));
 	CHECK(strstr(text, "lost frees (allocated again before a free was seen): 1 (1.0 KiB)\n"
 			   "           1  kmalloc: __kmalloc_noprof <- alloc_pipe_info <- do_pipe2\n"));
@@ -232,6 +233,60 @@ static void test_gaps(void)
 	CHECK(m->boots == 2 && m->dropped_objs == 2 && m->dropped_bytes == 2048);
 	CHECK(m->unknown_frees[MEM_SLAB] == 2);	/* 0x77777, and 0xa800 of the old boot */
 	CHECK(m->total.bytes == 0 && m->uncertain == 0);
+}
+
+/*
+ * A segment whose index counts losses its pages do not place: what is live
+ * when it starts and all allocated in it are uncertain, until a later
+ * segment's samples.
+ */
+static void test_segment_loss(void)
+{
+	struct memory_options o = { .pid = -1 };
+	_cleanup_(memory_freep) struct memory *m = memory_new(&o);
+	struct sample_origin seg2 = { .path = "/a/00000002.smseg", .host = "h", .boot_id = "boot-a",
+				      .recording_id = "rec", .kernel = "k", .serial = 2 };
+	struct sample s = { .event = "sched_switch", .ts = 2 * SEC, .wall_ns = 2 * SEC,
+			    .origin = &seg2 };
+	struct ev first = A("kmalloc", 1 * SEC, 0xa000, 1024, st_pipe);
+	_cleanup_free_ char *text = NULL;
+
+	if (!m)
+		return;
+	CHECK(feed(m, &first) == 0);		/* segment 1 */
+	CHECK(memory_add(m, &s) == 0);
+	CHECK(memory_segment_loss(m, &s, 1, 500) == 0);
+	CHECK(m->uncertain == 1024);
+	/* allocated in the lossy segment: uncertain too (feed() gives serial 1; say 2) */
+	m->last_origin = NULL;
+	{
+		struct sample_field fields[] = { { "ptr", "41984" }, { "bytes_alloc", "1024" } };
+		struct sample a = { .event = "kmalloc", .system = "kmem", .ts = 3 * SEC,
+				    .wall_ns = 3 * SEC, .frames = st_pipe,
+				    .nr_frames = ARRAY_SIZE(st_pipe), .origin = &seg2,
+				    .fields = fields, .nr_fields = 2 };
+
+		CHECK(memory_add(m, &a) == 0);
+	}
+	CHECK_MSG(m->uncertain == 2048, "%" PRIu64, m->uncertain);
+	/* a later segment: what it allocates is certain */
+	seg2.serial = 3;
+	{
+		struct sample_field fields[] = { { "ptr", "43008" }, { "bytes_alloc", "1024" } };
+		struct sample a = { .event = "kmalloc", .system = "kmem", .ts = 4 * SEC,
+				    .wall_ns = 4 * SEC, .frames = st_pipe,
+				    .nr_frames = ARRAY_SIZE(st_pipe), .origin = &seg2,
+				    .fields = fields, .nr_fields = 2 };
+
+		CHECK(memory_add(m, &a) == 0);
+	}
+	CHECK(m->uncertain == 2048 && m->total.bytes == 3072 && !m->loss_open);
+	text = print(m, false);
+	CHECK_MSG(strstr(text, "# still live at the end: 3.0 KiB in 3 objects (2.0 KiB uncertain"),
+		  "%s", text);
+	CHECK_MSG(strstr(text, "CPU 1 lost 500 events somewhere in 00000002.smseg (its pages do not "
+			       "say where): 1.0 KiB uncertain, and all allocated until its end\n"),
+		  "%s", text);
 }
 
 /* --pid and --event choose the allocations; frees of any task pair with them. */
@@ -418,6 +473,7 @@ int main(void)
 	test_at();
 	test_baseline();
 	test_gaps();
+	test_segment_loss();
 	test_filters();
 	test_long();
 	test_hot_pointer();
