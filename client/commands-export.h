@@ -9,6 +9,9 @@ int cmd_top(int argc, char **argv);
 /* client/cmd-flamegraph.c */
 int cmd_flamegraph(int argc, char **argv);
 
+/* client/cmd-memory.c */
+int cmd_memory(int argc, char **argv);
+
 /* client/cmd-export.c */
 int cmd_export(int argc, char **argv);
 

@@ -44,6 +44,15 @@ struct pending {
 	const struct tep_event *event;	/* to match the stack's owner; not dereferenced */
 	char name[64], system[64], comm[32], call_site[128];
 	struct sample s;
+	struct sample_field fields[SAMPLE_SOURCE_MAX_FIELDS];
+	char values[SAMPLE_SOURCE_MAX_FIELDS][64];
+};
+
+/* The fields of sample_source_options.fields an event type has (looked up once per type). */
+#define FIELD_SLOTS 64
+struct field_slot {
+	const struct tep_event *event;	/* NULL: empty */
+	struct tep_format_field *fields[SAMPLE_SOURCE_MAX_FIELDS]; /* NULL: the type has none */
 };
 
 /* The call_site field of an event type, if it has one (looked up once per type). */
@@ -64,6 +73,7 @@ struct source {
 	char text[MAX_FRAMES][128];	/* symbol names of TEXT stack entries */
 	struct sym_slot *syms;		/* 1 << SYM_CACHE_BITS, direct-mapped */
 	struct call_site_slot call_sites[CALL_SITE_SLOTS];
+	struct field_slot field_slots[FIELD_SLOTS];
 	struct selection *sel;		/* borrowed: wall-clock times of segments without pairs */
 	struct origin *origins;		/* one per segment read */
 	size_t nr_origins, cap_origins;
@@ -83,6 +93,9 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 	p->s.comm = p->comm;
 	p->s.system = p->system;
 	p->s.call_site = p->call_site[0] ? p->call_site : NULL;
+	p->s.fields = p->s.nr_fields ? p->fields : NULL;
+	for (size_t i = 0; i < p->s.nr_fields; i++)
+		p->fields[i].value = p->values[i];
 	skip = src->o->raw_stacks ? 0 : sample_machinery_frames(src->frames, nr, p->name);
 	p->s.nr_frames = nr - skip;
 	p->s.frames = nr ? src->frames + skip : NULL;
@@ -156,6 +169,47 @@ static void take_call_site(struct source *src, struct pending *p, const struct d
 		copy_str(p->call_site, sizeof(p->call_site), sym);
 	else
 		(void)snprintf(p->call_site, sizeof(p->call_site), "0x%llx", addr);
+}
+
+/* The fields of o->fields that ev has into p->fields, as text. */
+static void take_fields(struct source *src, struct pending *p, const struct decoded_event *ev)
+{
+	struct field_slot *c;
+	size_t n = 0;
+
+	p->s.nr_fields = 0;
+	if (!ev->event)
+		return;
+	c = &src->field_slots[((uintptr_t)ev->event >> 4) % FIELD_SLOTS];
+	if (c->event != ev->event) {
+		*c = (struct field_slot){ .event = ev->event };
+		for (size_t i = 0; i < SAMPLE_SOURCE_MAX_FIELDS && src->o->fields[i]; i++)
+			c->fields[i] = tep_find_field(ev->event, src->o->fields[i]);
+	}
+	for (size_t i = 0; i < SAMPLE_SOURCE_MAX_FIELDS && src->o->fields[i]; i++) {
+		struct tep_format_field *f = c->fields[i];
+		unsigned long long v;
+
+		if (!f)
+			continue;
+		if (f->flags & TEP_FIELD_IS_STRING) {
+			int len = 0;
+			const char *str = tep_get_field_raw(NULL, ev->event, f->name, ev->record,
+							    &len, 0);
+
+			if (!str || len < 0)
+				continue;
+			(void)snprintf(p->values[n], sizeof(p->values[n]), "%.*s",
+				       (int)strnlen(str, (size_t)len), str);
+		} else if (tep_read_number_field(f, ev->record->data, &v) == 0) {
+			(void)snprintf(p->values[n], sizeof(p->values[n]), "%llu", v);
+		} else {
+			continue;
+		}
+		p->fields[n].name = src->o->fields[i];
+		n++;
+	}
+	p->s.nr_fields = n;
 }
 
 /* src into dst of len bytes, cut short if need be (snprintf("%s") is slow per event). */
@@ -277,6 +331,8 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	p->call_site[0] = '\0';
 	if (src->o->call_sites)
 		take_call_site(src, p, ev);
+	if (src->o->fields)
+		take_fields(src, p, ev);
 	return 0;
 }
 

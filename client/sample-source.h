@@ -23,7 +23,15 @@ struct sample_source_options {
 	 * "[unknown]" (as `folded` counts it), instead of being left out.
 	 */
 	bool orphan_stacks;
+	/*
+	 * Fill sample.fields with these fields of the event (a NULL-terminated
+	 * list of at most SAMPLE_SOURCE_MAX_FIELDS names; NULL: none), those
+	 * its type has, in this order: numbers in decimal, strings as they are.
+	 */
+	const char *const *fields;
 };
+
+#define SAMPLE_SOURCE_MAX_FIELDS 8
 
 /* getopt_long entry and usage line of --raw-stacks, for the commands built on this */
 #define SAMPLE_SOURCE_OPT_RAW_STACKS 0x1100

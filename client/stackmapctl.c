@@ -31,6 +31,7 @@ static const struct {
 	{ "folded", cmd_folded, "[--event NAME] SEGMENT...", "folded stacks for flame graphs" },
 	{ "top", cmd_top, "[--sort KEY] SEGMENT...", "hottest stacks per event type" },
 	{ "flamegraph", cmd_flamegraph, "-o FILE.svg SEGMENT...", "interactive flame graph (SVG)" },
+	{ "memory", cmd_memory, "SEGMENT...", "live kernel memory: curve, peak stacks, aging, churn" },
 	{ "export", cmd_export, "--format F -o OUT SEG...", "write pprof, CSV or trace.dat (trace-cmd)" },
 	{ "boot-cmdline", cmd_boot_cmdline, "[-c FILE]", "kernel arguments that start the same capture at boot" },
 	{ "help", cmd_help, "[COMMAND]", "this list, or the options of COMMAND" },

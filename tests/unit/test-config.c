@@ -110,6 +110,8 @@ static void make_fixture(void)
 	}
 	make_event("kmem", "kmem_cache_alloc");
 	make_event("kmem", "kmalloc");
+	make_event("kmem", "kfree");		/* the shipped file's frees */
+	make_event("kmem", "kmem_cache_free");
 	make_event("sched", "sched_switch");
 	snprintf(path, sizeof(path), "%s/trace_clock", fixture);
 	write_text(path, "[local] global counter uptime perf mono mono_raw boot\n");
@@ -227,10 +229,11 @@ static void test_parsers(void)
 	}
 }
 
+static void check_default_others(const struct config *c, bool paths);
+
 /* paths: also the build-time directory and socket defaults. */
 static void check_defaults(const struct config *c, bool paths)
 {
-	CHECK(streq(c->instance, ""));
 	CHECK(c->nr_events == 2);
 	if (c->nr_events == 2) {
 		CHECK(streq(c->events[0].system, "kmem") &&
@@ -240,6 +243,31 @@ static void check_defaults(const struct config *c, bool paths)
 		CHECK(!c->events[0].filter && !c->events[1].filter);
 	}
 	CHECK(c->stacktrace_all);
+	check_default_others(c, paths);
+}
+
+/*
+ * The events the shipped file records: the slab allocator's allocations
+ * with their stacks, its frees without (stackmapctl memory pairs them).
+ */
+static void check_shipped_events(const struct config *c)
+{
+	static const char *const names[] = { "kmem_cache_alloc", "kmalloc", "kfree",
+					     "kmem_cache_free" };
+
+	CHECK(c->nr_events == ARRAY_SIZE(names));
+	for (size_t i = 0; i < c->nr_events && i < ARRAY_SIZE(names); i++) {
+		CHECK_MSG(streq(c->events[i].system, "kmem") && streq(c->events[i].name, names[i]),
+			  "event %zu", i);
+		CHECK_MSG(c->events[i].stacktrace == (i < 2), "stacktrace of %s", names[i]);
+		CHECK(!c->events[i].filter);
+	}
+	CHECK(!c->stacktrace_all);
+}
+
+static void check_default_others(const struct config *c, bool paths)
+{
+	CHECK(streq(c->instance, ""));
 	CHECK(c->buffer_size_kb == 0);
 	CHECK(c->subbuf_size_kb == CONFIG_SUBBUF_DEFAULT_KB && c->subbuf_size_auto);
 	CHECK(c->stack_time == CONFIG_STACK_TIME_EVENT);
@@ -289,7 +317,10 @@ static void test_defaults(void)
 	config_done(&c);
 }
 
-/* The shipped file: every key at its default. */
+/*
+ * The shipped file: every key at its default but the events, and its boot
+ * command line records the same.
+ */
 static void test_shipped(void)
 {
 	const char *top = getenv("top_srcdir");
@@ -311,8 +342,19 @@ static void test_shipped(void)
 		if (r == 0)
 			r = config_check_tracefs(&c, fixture, NULL, &err);
 		CHECK_MSG(r == 0, "%s", err);
-		check_defaults(&c, true);
+		check_shipped_events(&c);
+		check_default_others(&c, true);
 		CHECK(c.text && strstr(c.text, "[archive]"));
+	}
+	if (r == 0) {
+		_cleanup_free_ char *line = NULL;
+
+		CHECK(config_boot_cmdline(&c, &line) == 0);
+		CHECK_MSG(line && streq(line, "trace_event=kmem:kmem_cache_alloc,kmem:kmalloc,"
+					"kmem:kfree,kmem:kmem_cache_free "
+					"trace_options=stackmap,nooverwrite "
+					"trace_trigger=kmem_cache_alloc.stacktrace,kmalloc.stacktrace"),
+			  "%s", line);
 	}
 	free(err);
 	config_done(&c);
@@ -346,7 +388,8 @@ static void test_shipped(void)
 		r = load(&c, out, true, true, &err);
 		CHECK_MSG(r == 0, "uncommented shipped config: %s", err);
 		if (r == 0) {
-			check_defaults(&c, false);
+			check_shipped_events(&c);
+			check_default_others(&c, false);
 			CHECK(streq(c.directory, "/var/lib/stackmapd"));
 			CHECK(streq(c.socket_path, "/run/stackmapd/control"));
 		}

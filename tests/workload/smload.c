@@ -9,6 +9,14 @@
  *   smload [-j THREADS] [-t SECONDS] [-n ITERATIONS] [-r RATE] [-q]
  *
  * Prints "smload: N iterations" at the end unless -q.
+ *
+ *   smload -H N [-t SECONDS]
+ *
+ * instead holds N pipes (kernel objects of one allocation path,
+ * alloc_pipe_info) for SECONDS (default 1), between a quiet 0.3 s before
+ * and after, and prints the CLOCK_REALTIME nanoseconds of each step:
+ * "smload: opening N", "smload: opened N", "smload: closing N",
+ * "smload: closed N", each followed by the time.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,6 +24,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -93,14 +102,70 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void say(const char *what, long n)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	printf("smload: %s %ld %lld\n", what, n, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	fflush(stdout);
+}
+
+static void pause_for(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* -H: hold n pipes for seconds. */
+static int hold(long n)
+{
+	struct rlimit rl;
+	int *fds = calloc((size_t)n * 2, sizeof(int));
+
+	if (!fds)
+		return 1;
+	/* two descriptors a pipe */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)(2 * n + 16)) {
+		rl.rlim_cur = (rlim_t)(2 * n + 16);
+		if (rl.rlim_max < rl.rlim_cur)
+			rl.rlim_max = rl.rlim_cur;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+			perror("smload: setrlimit");
+			return 1;
+		}
+	}
+	pause_for(0.3);
+	say("opening", n);
+	for (long i = 0; i < n; i++)
+		if (pipe(fds + 2 * i) < 0) {
+			perror("smload: pipe");
+			return 1;
+		}
+	say("opened", n);
+	pause_for(seconds);
+	say("closing", n);
+	for (long i = 0; i < 2 * n; i++)
+		close(fds[i]);
+	say("closed", n);
+	pause_for(0.3);
+	free(fds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	long hold_pipes = 0;
 	int threads = 2, opt;
 	bool quiet = false;
 	pthread_t *tids;
 
-	while ((opt = getopt(argc, argv, "j:t:n:r:q")) != -1) {
+	while ((opt = getopt(argc, argv, "j:t:n:r:qH:")) != -1) {
 		switch (opt) {
+		case 'H':
+			hold_pipes = atol(optarg);
+			break;
 		case 'j':
 			threads = atoi(optarg);
 			break;
@@ -117,10 +182,13 @@ int main(int argc, char **argv)
 			quiet = true;
 			break;
 		default:
-			fprintf(stderr, "usage: smload [-j THREADS] [-t SECONDS] [-n ITERATIONS] [-r RATE] [-q]\n");
+			fprintf(stderr, "usage: smload [-j THREADS] [-t SECONDS] [-n ITERATIONS] [-r RATE] [-q]\n"
+					"       smload -H PIPES [-t SECONDS]\n");
 			return 2;
 		}
 	}
+	if (hold_pipes > 0)
+		return hold(hold_pipes);
 	if (threads < 1)
 		threads = 1;
 	tids = calloc((size_t)threads, sizeof(*tids));
