@@ -73,23 +73,6 @@ struct memory *memory_new(const struct memory_options *o)
 	return steal_ptr(m);
 }
 
-/* Charge the growth of an array of cap elements of size bytes to need, as GREEDY_REALLOC does. */
-static int charge_growth(struct memory *m, size_t cap, size_t need, size_t size, const char *what)
-{
-	size_t n;
-
-	if (need <= cap)
-		return 0;
-	n = MAX(need, 2 * cap);
-	return budget_charge(&m->charged, (n - cap) * size, what);
-}
-
-#define GROW(m, array, cap, need, what)                                                       \
-	({                                                                                    \
-		int _g_ = charge_growth((m), (cap), (need), sizeof((array)[0]), (what));       \
-		_g_ < 0 ? _g_ : GREEDY_REALLOC((array), (cap), (need));                       \
-	})
-
 static int index_add(struct memory *m, uint64_t h, size_t idx)
 {
 	int r;
@@ -223,7 +206,8 @@ static int obj_remove(struct memory *m, struct mem_obj *o, uint64_t t, bool free
 	}
 	o->live = false;
 	m->live--;
-	r = GROW(m, m->spare, m->cap_spare, m->nr_spare + 1, "the live allocations");
+	r = BUDGET_GREEDY_REALLOC(&m->charged, m->spare, m->cap_spare, m->nr_spare + 1,
+				  "the live allocations");
 	if (r < 0)
 		return r;
 	m->spare[m->nr_spare++] = (uint32_t)(o - m->objs);
@@ -364,8 +348,8 @@ static int stack_of(struct memory *m, const struct sample *s, uint32_t *ret)
 	if (idx == m->nr_stacks) {
 		r = budget_charge(&m->charged, m->key.len + 64, "the allocation stacks");
 		if (r >= 0)
-			r = GROW(m, m->stacks, m->cap_stacks, m->nr_stacks + 1,
-				 "the allocation stacks");
+			r = BUDGET_GREEDY_REALLOC(&m->charged, m->stacks, m->cap_stacks, m->nr_stacks + 1,
+						  "the allocation stacks");
 		if (r < 0)
 			return r;
 		m->stacks[m->nr_stacks++] = (struct mem_stack){ .key = idx };
@@ -399,8 +383,8 @@ static int kind_of(struct memory *m, const struct sample *s, int cls, uint64_t b
 		r = budget_charge(&m->charged, m->nr_points * sizeof(struct mem_point) + 128,
 				  "the allocation kinds");
 		if (r >= 0)
-			r = GROW(m, m->kinds, m->cap_kinds, m->nr_kinds + 1,
-				 "the allocation kinds");
+			r = BUDGET_GREEDY_REALLOC(&m->charged, m->kinds, m->cap_kinds, m->nr_kinds + 1,
+						  "the allocation kinds");
 		if (r < 0)
 			return r;
 		k = &m->kinds[m->nr_kinds];
@@ -448,7 +432,8 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	if (m->nr_spare) {
 		idx = m->spare[--m->nr_spare];
 	} else {
-		r = GROW(m, m->objs, m->cap_objs, m->nr_objs + 1, "the live allocations");
+		r = BUDGET_GREEDY_REALLOC(&m->charged, m->objs, m->cap_objs, m->nr_objs + 1,
+					  "the live allocations");
 		if (r < 0)
 			return r;
 		idx = m->nr_objs++;
@@ -523,7 +508,8 @@ static int note_loss(struct memory *m, const struct sample *s, uint64_t t,
 	}
 	if (m->nr_losses >= MEM_MAX_LOSSES)
 		return 0;
-	r = GROW(m, m->losses, m->cap_losses, m->nr_losses + 1, "the event losses");
+	r = BUDGET_GREEDY_REALLOC(&m->charged, m->losses, m->cap_losses, m->nr_losses + 1,
+				  "the event losses");
 	if (r < 0)
 		return r;
 	l = &m->losses[m->nr_losses++];
