@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The archive (archive.h): the segment being written and the appends to
- * it, rotation, retention and the figures for status. What the directory
- * holds at start is archive-scan.c; write errors are archive-outage.c.
+ * it, and rotation. What the directory holds at start is archive-scan.c;
+ * write errors are archive-outage.c; which finished segments go is
+ * archive-retention.c; the figures for status are archive-status.c.
  */
 #include <assert.h>
 #include <inttypes.h>
@@ -11,7 +12,6 @@
 #include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 
 #include "archive-internal.h"
 #include "stacktab.h"
@@ -737,172 +737,6 @@ void archive_tick(struct archive *a)
 	archive_retry_recoveries(a);
 	retry_open(a);
 	replace_broken(a);
-}
-
-/*
- * What deleting each finished segment frees: nothing for a file with
- * another link (st_nlink > 1, such as the uploader's spool entry of a
- * segment not sent yet or refused), as the name goes and the data stays.
- * Returns an array of a->nr_done (caller frees), or NULL (sizes then).
- */
-static uint64_t *retention_frees(struct archive *a, const uint64_t *sizes)
-{
-	uint64_t *frees = calloc(a->nr_done, sizeof(*frees));
-
-	if (!frees)
-		return NULL;
-	for (size_t i = 0; i < a->nr_done; i++) {
-		_cleanup_free_ char *path = NULL;
-		struct stat st;
-
-		frees[i] = sizes[i];
-		if (strprintf(&path, "%s/%s", a->dir, a->done[i].name) == 0 &&
-		    lstat(path, &st) == 0 && st.st_nlink > 1)
-			frees[i] = 0;
-	}
-	return frees;
-}
-
-void archive_enforce_retention(struct archive *a)
-{
-	_cleanup_free_ uint64_t *sizes = NULL, *frees = NULL;
-	_cleanup_free_ bool *del_mask = NULL;
-	uint64_t cur_size = 0, fs_total = 0, fs_free = 0;
-	struct rotation_policy policy;
-	struct statvfs sv;
-	size_t del;
-
-	assert(a);
-
-	policy = a->policy;
-	if (!a->nr_done)
-		return;
-	sizes = calloc(a->nr_done, sizeof(*sizes));
-	if (!sizes)
-		return;
-	for (size_t i = 0; i < a->nr_done; i++)
-		sizes[i] = a->done[i].bytes;
-	pthread_mutex_lock(&a->lock);
-	if (a->cur)
-		cur_size = segment_writer_size(a->cur->writer);
-	else if (policy.max_segments)
-		/*
-		 * rotation_retention() counts the segment being written as one;
-		 * there is none (flight recorder, stop): keep max_segments.
-		 */
-		policy.max_segments++;
-	pthread_mutex_unlock(&a->lock);
-	if (statvfs(a->dir, &sv) == 0) {
-		fs_total = (uint64_t)sv.f_blocks * sv.f_frsize;
-		fs_free = (uint64_t)sv.f_bavail * sv.f_frsize;
-	}
-	/* short of free space: what deleting each would really free (not a file with another name) */
-	if (policy.keep_free_percent && fs_total &&
-	    fs_free < fs_total / 100 * policy.keep_free_percent)
-		frees = retention_frees(a, sizes);
-	del_mask = calloc(a->nr_done, sizeof(*del_mask));
-	if (!del_mask)
-		return;
-	del = rotation_retention_select(&policy, sizes, frees, a->nr_done, cur_size, fs_total,
-					fs_free, del_mask);
-	if (!del)
-		return;
-	/* not always the oldest: a segment the spool holds may be kept while newer ones go */
-	for (size_t i = 0, k = 0; i < a->nr_done; i++) {
-		_cleanup_free_ char *path = NULL;
-
-		if (!del_mask[i]) {
-			a->done[k++] = a->done[i];
-			continue;
-		}
-		if (strprintf(&path, "%s/%s", a->dir, a->done[i].name) == 0)
-			(void)unlink(path);
-		free(a->done[i].name);
-		a->deleted++;
-	}
-	a->nr_done -= del;
-	if (a->sync)
-		(void)fsync_dir(a->dir);
-}
-
-void archive_get_status(struct archive *a, struct archive_status *ret, char **ret_path)
-{
-	uint64_t now = now_usec(CLOCK_MONOTONIC);
-
-	assert(a);
-	assert(ret);
-
-	memset(ret, 0, sizeof(*ret));
-	for (size_t i = 0; i < a->nr_done; i++)
-		ret->bytes += a->done[i].bytes;
-	ret->segments = a->nr_done;
-	pthread_mutex_lock(&a->lock);
-	if (a->cur) {
-		ret->current_bytes = segment_writer_size(a->cur->writer);
-		ret->current_age_usec = now - a->cur->opened_mono_usec;
-		if (ret_path)
-			*ret_path = strdup(segment_writer_path(a->cur->writer));
-	} else if (ret_path) {
-		*ret_path = NULL;
-	}
-	pthread_mutex_unlock(&a->lock);
-	ret->bytes += ret->current_bytes;
-	ret->frames = atomic_load(&a->frames);
-	ret->write_errors = atomic_load(&a->write_errors);
-	ret->deleted = a->deleted;
-	ret->recovered = a->recovered;
-	ret->unrecovered = a->nr_unrecovered;
-	ret->salvaged = a->salvaged;
-	ret->quarantined = a->quarantined;
-	pthread_mutex_lock(&a->lock);
-	ret->outage = a->out.active;
-	ret->outage_error = a->out.active ? a->out.error : 0;
-	ret->outage_since_usec = a->out.active ? a->out.begin_realtime_usec : 0;
-	ret->outages = a->out.total_outages;
-	ret->dropped_events = a->out.total_events;
-	ret->dropped_bytes = a->out.total_bytes;
-	pthread_mutex_unlock(&a->lock);
-}
-
-int archive_foreach(struct archive *a, int (*cb)(const char *path, uint64_t bytes, void *userdata),
-		    void *userdata)
-{
-	assert(a);
-	assert(cb);
-	for (size_t i = 0; i < a->nr_done; i++) {
-		_cleanup_free_ char *path = NULL;
-		int r;
-
-		if (strprintf(&path, "%s/%s", a->dir, a->done[i].name) < 0)
-			return -ENOMEM;
-		r = cb(path, a->done[i].bytes, userdata);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-uint64_t archive_cpu_dropped(struct archive *a, unsigned cpu, uint64_t *ret_bytes)
-{
-	uint64_t events = 0, bytes = 0;
-
-	assert(a);
-
-	pthread_mutex_lock(&a->lock);
-	if (cpu < a->nr_cpus) {
-		events = a->out.total_cpu_events[cpu];
-		bytes = a->out.total_cpu_bytes[cpu];
-	}
-	pthread_mutex_unlock(&a->lock);
-	if (ret_bytes)
-		*ret_bytes = bytes;
-	return events;
-}
-
-const char *archive_directory(const struct archive *a)
-{
-	assert(a);
-	return a->dir;
 }
 
 struct archive *archive_free(struct archive *a)
