@@ -318,8 +318,29 @@ static int cursor_setup(struct cursor *c, const struct decoder_segment *s)
 	if (tep_is_old_format(s->tep))
 		kbuffer_set_old_format(c->kbuf);
 	c->page_loaded = false;
-	c->owner = NULL;
 	return 0;
+}
+
+/*
+ * The event c's next stack follows, as an event of s: the kernel writes a
+ * stack after its event, so the first entry of a segment can be the stack
+ * of the last event of the one before (the window rule of
+ * entry_in_window() follows the same event across). from is the segment
+ * c leaves (NULL: none, or unreadable); events of another boot are not
+ * followed.
+ */
+static struct tep_event *owner_in(const struct cursor *c, const struct decoder_segment *from,
+				  const struct decoder_segment *s)
+{
+	const char *b1, *b2;
+
+	if (!c->owner || !from || !s)
+		return NULL;
+	b1 = decoder_segment_meta(from, "boot_id");
+	b2 = decoder_segment_meta(s, "boot_id");
+	if (b1 && b2 && !streq(b1, b2))
+		return NULL;
+	return tep_find_event_by_name(s->tep, c->owner->system, c->owner->name);
 }
 
 static int add_pending(struct decoder *d, struct cursor *c)
@@ -413,6 +434,8 @@ static int cursor_enter(struct decoder *d, struct cursor *c, size_t k)
 	r = slot_open(d, k);
 	if (r < 0)
 		return r;
+	/* the segment c leaves is still open: it closes once no cursor is in it */
+	c->owner = owner_in(c, d->segs[c->seg].s, d->segs[k].s);
 	c->seg = k;
 	c->state = CURSOR_IN;
 	d->segs[k].users++;
@@ -428,7 +451,6 @@ static int cursor_enter(struct decoder *d, struct cursor *c, size_t k)
 static int cursor_leave(struct decoder *d, struct cursor *c)
 {
 	d->segs[c->seg].users--;
-	c->owner = NULL;
 	/* the segment ends after a boundary, before the stack: it is lost */
 	c->missing = stack_expect_end(&c->expect);
 	if (c->seg + 1 >= d->nr_segs) {

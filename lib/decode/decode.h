@@ -73,7 +73,9 @@ struct decoded_event {
 	/*
 	 * The event of the same CPU that this stack follows (the kernel
 	 * writes a stack right after its event), or NULL if that event was
-	 * not seen (start of the data, lost events).
+	 * not seen (start of the data, lost events). When that event ends
+	 * the segment before (of the same boot), this is its format in the
+	 * stack's own segment: compare owners by name, not by address.
 	 */
 	struct tep_event *owner;
 };
