@@ -209,7 +209,11 @@ static int top_once(struct selection *sel, const struct top_args *a, const char 
 		return r;
 	if (heading)
 		printf("%s", heading);
-	if (top_print(t, stdout, &v) < 0 || fflush(stdout) != 0) {
+	if (top_print(t, stdout, &v) < 0 ||
+	    (!a->json && sel->markers_hidden &&
+	     printf("\n# not shown: %" PRIu64 " of the daemon's own markers (%s); --markers shows "
+		    "them\n", sel->markers_hidden, SELECTION_MARKERS) < 0) ||
+	    fflush(stdout) != 0) {
 		log_errno(LOG_ERR, -errno, "cannot write the table");
 		return -1;
 	}

@@ -765,13 +765,17 @@ static bool event_matches(const struct tep_event *e, const char *filter)
 }
 
 /*
- * The clock markers stackmapd writes into its instance's trace_marker to
- * pair the trace clock with the wall clock (daemon/recorder-clock.c):
- * ftrace print events whose text starts with this.
+ * The markers stackmapd writes into trace_marker (ftrace print events):
+ * clock pairs (daemon/recorder-clock.c), stack map snapshots and
+ * generations (daemon/generations.c), and those of the crash buffer
+ * (daemon/crash-buffer.c), which a capture of it holds. Their key, if
+ * any, cannot be checked here: the text alone decides.
  */
-#define CLOCK_MARKER_TEXT "stackmapd: clock "
+static const char *const daemon_markers[] = {
+	"stackmapd: clock ", "stackmapd: snap ", "stackmapd: gen ", "stackmapd: crash ",
+};
 
-static bool clock_marker(const struct decoded_event *ev)
+static bool daemon_marker(const struct decoded_event *ev)
 {
 	const char *buf;
 	int len = 0;
@@ -783,16 +787,21 @@ static bool clock_marker(const struct decoded_event *ev)
 		return false;
 	/* buf is char buf[]: size 0, the text runs to the end of the record */
 	len = ev->record->size - (int)(buf - (const char *)ev->record->data);
-	return len >= (int)strlen(CLOCK_MARKER_TEXT) &&
-	       !memcmp(buf, CLOCK_MARKER_TEXT, strlen(CLOCK_MARKER_TEXT));
+	for (size_t i = 0; i < ARRAY_SIZE(daemon_markers); i++)
+		if (len >= (int)strlen(daemon_markers[i]) &&
+		    !memcmp(buf, daemon_markers[i], strlen(daemon_markers[i])))
+			return true;
+	return false;
 }
 
 static bool passes(struct selection *s, const struct decoded_event *ev)
 {
 	int pid;
 
-	if (!s->markers && clock_marker(ev))
+	if (!s->markers && daemon_marker(ev)) {
+		s->markers_hidden++;
 		return false;
+	}
 	if (s->cpus && (ev->cpu >= STACKTAB_MAX_CPUS || !s->cpus[ev->cpu]))
 		return false;
 	if (s->event && !event_matches(ev->event, s->event))
