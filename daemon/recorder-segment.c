@@ -380,7 +380,7 @@ static void segment_recovered(void *userdata, const char *path)
 int recorder_setup_layout(struct recorder *rec)
 {
 	_cleanup_free_ char *hp = NULL, *path = NULL;
-	int r, id;
+	int r;
 
 	if (strprintf(&path, "%s/events/header_page", tracing_dir(rec->tracing)) < 0)
 		return -ENOMEM;
@@ -401,19 +401,8 @@ int recorder_setup_layout(struct recorder *rec)
 		return 0;
 	}
 	/* an id no format stored in the segment uses */
-	id = STACK_REF_EVENT_ID;
-	for (bool clash = true; clash; ) {
-		clash = false;
-		for (size_t i = 0; i < rec->nr_files; i++) {
-			const char *p = strstr(rec->files[i].data, "\nID: ");
-
-			if (startswith(rec->files[i].name, "events/") && p && atoi(p + 5) == id) {
-				id--;
-				clash = true;
-			}
-		}
-	}
-	rec->layout.stack_ref_id = id;
+	rec->layout.stack_ref_id = page_layout_stack_ref_id(rec->files, rec->nr_files,
+							     STACK_REF_EVENT_ID);
 	return 0;
 }
 
@@ -426,7 +415,7 @@ int recorder_add_stack_ref_format(struct recorder *rec)
 		return 0;
 	r = page_layout_stack_ref_format(rec->layout.stack_ref_id, &f);
 	if (r == 0)
-		r = recorder_collect_file("events/stackmapd/stack_ref/format", f.data, f.len, rec);
+		r = recorder_collect_file(STACK_REF_FORMAT_NAME, f.data, f.len, rec);
 	buf_done(&f);
 	return r;
 }
