@@ -56,6 +56,7 @@ struct selection_state {
 	uint64_t pooled_last;		/* serial of the last segment pooled */
 	bool warned_no_clock;
 	bool wall_by_decoder;		/* the decoder took the wall-clock window */
+	struct decoder_overlap_plan *plan;	/* which copies of a crash capture's events */
 };
 
 void selection_init(struct selection *s)
@@ -83,6 +84,7 @@ void selection_done(struct selection *s)
 		free(s->state->info);
 		free(s->state->cpu_wanted);
 		free(s->state->pairs);
+		decoder_overlap_plan_free(s->state->plan);
 		free(s->state);
 	}
 	free(s->paths);
@@ -919,6 +921,7 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 		/* an empty window: nothing passes in_window(), by the pairs of the group */
 		st->wall_by_decoder = decoder_set_filter(d, &f) == 0;
 	}
+	decoder_set_overlap_plan(d, st->plan);
 	st->nr_pairs = 0;
 	st->seg = st->pooled_last = 0;
 	if (st->cpu_wanted)
@@ -966,9 +969,34 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 	return ret ?: damaged ? 1 : 0;
 }
 
+/*
+ * With a crash capture among the paths: which copy of the events it shares
+ * with its boot's segments to read (decoder_overlap_plan_new()). Logs.
+ */
+static int plan_overlap(struct selection *s)
+{
+	bool capture = false;
+	int r;
+
+	for (size_t i = 0; i < s->nr_paths; i++)
+		capture |= s->state->info[i].saved_by != NULL;
+	if (!capture || s->state->plan)
+		return 0;
+	r = decoder_overlap_plan_new((const char *const *)s->paths, s->nr_paths, &s->state->plan);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot decode");
+	if (decoder_overlap_plan_size(s->state->plan))
+		log_notice("a crash capture holds with full stacks events that the recorded segments "
+			 "of its boot cannot resolve: they are read from the capture");
+	return 0;
+}
+
 int selection_decode(struct selection *s, const struct selection_run *run)
 {
 	int ret = 0;
+
+	if (plan_overlap(s) < 0)
+		return -1;
 
 	for (size_t g = 0; g < s->nr_groups; g++) {
 		int r = decode_group(s, g, run);

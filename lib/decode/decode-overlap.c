@@ -3,8 +3,12 @@
  * Crash captures for the decoder: the entries of a capture that earlier
  * segments of the same boot already hold (META capture_overlap, see
  * doc/segment-format.md), which the cursors skip so that each event is
- * read once.
+ * read once; and, where those earlier copies cannot resolve their stacks
+ * (the boot's last segment, recovered after a panic, never got its stack
+ * map tables), the plan that reads the capture's copies instead.
  */
+#include <assert.h>
+#include <errno.h>
 #include <event-parse.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +16,13 @@
 
 #include "decode-internal.h"
 #include "segment-meta.h"
+#include "segment.h"
+#include "stacktab-resolve.h"
 #include "util.h"
 
-/* "CPU:TS,CPU:TS" of a crash capture's META (doc/segment-format.md). */
-void decode_read_overlap(struct decoder_segment *s)
+/* "CPU:TS,CPU:TS" into *ret (per CPU, 0: none; owned) and *ret_n. */
+static void parse_overlap(const char *v, uint64_t **ret, size_t *ret_n)
 {
-	const char *v = segment_meta_get(&s->meta, "capture_overlap");
-	const char *pe = segment_meta_get(&s->meta, "print_event_id");
-
-	s->print_type = pe ? atoi(pe) : -1;
 	while (v && *v) {
 		unsigned long cpu;
 		unsigned long long ts;
@@ -28,27 +30,290 @@ void decode_read_overlap(struct decoder_segment *s)
 
 		if (sscanf(v, "%lu:%llu%n", &cpu, &ts, &n) != 2 || cpu >= DECODE_MAX_CPUS)
 			break;
-		if (cpu >= s->nr_overlap) {
-			uint64_t *o = realloc(s->overlap, (cpu + 1) * sizeof(*o));
+		if (cpu >= *ret_n) {
+			uint64_t *o = realloc(*ret, (cpu + 1) * sizeof(*o));
 
 			if (!o)
 				break;
-			memset(o + s->nr_overlap, 0, (cpu + 1 - s->nr_overlap) * sizeof(*o));
-			s->overlap = o;
-			s->nr_overlap = cpu + 1;
+			memset(o + *ret_n, 0, (cpu + 1 - *ret_n) * sizeof(*o));
+			*ret = o;
+			*ret_n = cpu + 1;
 		}
-		s->overlap[cpu] = ts;
+		(*ret)[cpu] = ts;
 		v += n;
 		v += *v == ',';
 	}
 }
 
+/* "CPU:TS,CPU:TS" of a crash capture's META (doc/segment-format.md). */
+void decode_read_overlap(struct decoder_segment *s)
+{
+	const char *pe = segment_meta_get(&s->meta, "print_event_id");
+
+	s->print_type = pe ? atoi(pe) : -1;
+	parse_overlap(segment_meta_get(&s->meta, "capture_overlap"), &s->overlap, &s->nr_overlap);
+}
+
 bool decoder_segment_overlapped(const struct decoder_segment *s, unsigned int cpu, uint64_t ts,
-				const void *data, int size)
+				const void *data, int size, bool *skipped)
 {
 	struct tep_record rec = { .data = (void *)data, .size = size };
+	int type = tep_data_type(s->tep, &rec);
+	bool held = cpu < s->nr_overlap && ts <= s->overlap[cpu];
 
-	if (cpu >= s->nr_overlap || ts > s->overlap[cpu])
+	/* markers: each copy has its own (the crash buffer's, the recording's) */
+	if (type == s->print_type)
 		return false;
-	return tep_data_type(s->tep, &rec) != s->print_type;
+	/* a stack goes with the event before it (the capture's, held elsewhere, by its time too) */
+	for (int k = DECODED_KERNEL_STACK; k <= DECODED_STACK_REF; k++)
+		if (type == s->stack_type[k])
+			return *skipped || held;
+	*skipped = held || (cpu < s->nr_yield && s->yield[cpu] && ts >= s->yield[cpu]);
+	return *skipped;
+}
+
+/* ---- which copy: the plan ---- */
+
+/* What a plan changes in one segment. */
+struct plan_entry {
+	char *path;
+	bool capture;
+	/* per CPU: capture: read its entries after this (0: all); else: skip from this on (0: none) */
+	uint64_t *at;
+	size_t nr;
+};
+
+struct decoder_overlap_plan {
+	struct plan_entry *e;
+	size_t n;
+};
+
+/* What a plan needs of a segment: its META and INDEX. */
+struct head {
+	const char *path;		/* borrowed */
+	char *boot;
+	bool capture, stackmap;
+	uint64_t *overlap;		/* capture: capture_overlap */
+	size_t nr_overlap;
+	struct segment_cpu_index *cpus;	/* the INDEX's CPU lines */
+	size_t nr_cpus;
+};
+
+static void head_done(struct head *h)
+{
+	free(h->boot);
+	free(h->overlap);
+	free(h->cpus);
+}
+
+/* 0, or < 0 when the segment cannot be read (it is then left as it is). */
+static int head_read(const char *path, struct head *h)
+{
+	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
+	struct segment_meta m = {};
+	const struct segment_index *idx;
+	struct segment_record rec;
+	const char *mode;
+	int r;
+
+	*h = (struct head){ .path = path };
+	r = segment_reader_open(path, &rd);
+	if (r < 0)
+		return r;
+	r = segment_reader_next(rd, &rec);
+	if (r != 1 || rec.type != SEGMENT_REC_META || segment_meta_parse(&m, rec.data, rec.len) < 0)
+		return -EBADMSG;
+	h->boot = strdup(segment_meta_get(&m, "boot_id") ?: "");
+	h->capture = segment_meta_get(&m, "capture_overlap") != NULL;
+	mode = segment_meta_get(&m, "stack_mode");
+	h->stackmap = mode && streq(mode, "stackmap");
+	if (h->capture)
+		parse_overlap(segment_meta_get(&m, "capture_overlap"), &h->overlap, &h->nr_overlap);
+	segment_meta_done(&m);
+	idx = segment_reader_index(rd);
+	if (idx && idx->nr_cpus) {
+		h->cpus = calloc(idx->nr_cpus, sizeof(*h->cpus));
+		if (!h->cpus)
+			return -ENOMEM;
+		memcpy(h->cpus, idx->cpus, idx->nr_cpus * sizeof(*h->cpus));
+		h->nr_cpus = idx->nr_cpus;
+	}
+	return h->boot ? 0 : -ENOMEM;
+}
+
+static const struct segment_cpu_index *head_cpu(const struct head *h, unsigned int cpu)
+{
+	for (size_t i = 0; i < h->nr_cpus; i++)
+		if (h->cpus[i].cpu == cpu && h->cpus[i].events)
+			return &h->cpus[i];
+	return NULL;
+}
+
+static int count_gen(uint32_t cpu, const struct segment_generation *g, void *userdata)
+{
+	(void)cpu;
+	(void)g;
+	++*(size_t *)userdata;
+	return 0;
+}
+
+/*
+ * Whether a segment in stack-map mode holds stack ids that nothing in it
+ * resolves: it has the stack_id event but no GENERATION record (it was
+ * never finished: recovered after a crash, its tables never written).
+ */
+static bool ids_unresolvable(const char *path)
+{
+	_cleanup_(decoder_segment_freep) struct decoder_segment *s = NULL;
+	size_t gens = 0;
+
+	if (decoder_segment_load(path, &s, NULL) < 0)
+		return false;
+	if (s->stack_type[DECODED_STACK_ID] < 0)
+		return false;
+	(void)stacktab_foreach_generation(s->tab, count_gen, &gens);
+	return gens == 0;
+}
+
+static struct plan_entry *plan_entry(struct decoder_overlap_plan *p, const char *path,
+				     bool capture, size_t nr)
+{
+	struct plan_entry *e;
+
+	for (size_t i = 0; i < p->n; i++)
+		if (streq(p->e[i].path, path))
+			return &p->e[i];
+	e = reallocarray(p->e, p->n + 1, sizeof(*e));
+	if (!e)
+		return NULL;
+	p->e = e;
+	e = &p->e[p->n];
+	*e = (struct plan_entry){ .path = strdup(path), .capture = capture,
+				  .at = calloc(nr ?: 1, sizeof(uint64_t)), .nr = nr };
+	if (!e->path || !e->at) {
+		free(e->path);
+		free(e->at);
+		return NULL;
+	}
+	/* a capture's CPUs without a pair keep their bound */
+	for (size_t cpu = 0; capture && cpu < nr; cpu++)
+		e->at[cpu] = UINT64_MAX;
+	p->n++;
+	return e;
+}
+
+/*
+ * Capture c against a segment h of its boot whose ids do not resolve: on
+ * each CPU both hold, h's entries from the capture's first on are read
+ * from the capture, which in turn skips only what came before h.
+ */
+static int plan_pair(struct decoder_overlap_plan *p, const struct head *c, const struct head *h)
+{
+	struct plan_entry *ec = NULL, *eh = NULL;
+
+	for (unsigned int cpu = 0; cpu < c->nr_overlap; cpu++) {
+		const struct segment_cpu_index *cc = head_cpu(c, cpu), *hc = head_cpu(h, cpu);
+
+		if (!c->overlap[cpu] || !cc || !hc || hc->first_ts > c->overlap[cpu] ||
+		    hc->last_ts < cc->first_ts)
+			continue;
+		if (!ec)
+			ec = plan_entry(p, c->path, true, c->nr_overlap);
+		if (!eh)
+			eh = plan_entry(p, h->path, false, c->nr_overlap);
+		if (!ec || !eh)
+			return -ENOMEM;
+		ec->at[cpu] = MIN(ec->at[cpu], hc->first_ts ? hc->first_ts - 1 : 0);
+		eh->at[cpu] = cc->first_ts ? cc->first_ts : 1;
+	}
+	return 0;
+}
+
+int decoder_overlap_plan_new(const char *const *paths, size_t n,
+			     struct decoder_overlap_plan **ret)
+{
+	struct decoder_overlap_plan *p;
+	struct head *h;
+	int r = 0;
+
+	assert(ret);
+	p = calloc(1, sizeof(*p));
+	h = calloc(n ?: 1, sizeof(*h));
+	if (!p || !h) {
+		free(p);
+		free(h);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n && r != -ENOMEM; i++)
+		r = head_read(paths[i], &h[i]);
+	for (size_t i = 0; i < n && r != -ENOMEM; i++) {
+		if (!h[i].capture)
+			continue;
+		r = 0;
+		for (size_t j = 0; j < n && r >= 0; j++) {
+			bool meets = false;
+
+			if (h[j].capture || !h[j].stackmap || !h[j].boot || !h[i].boot ||
+			    !streq(h[j].boot, h[i].boot))
+				continue;
+			for (unsigned int cpu = 0; cpu < h[i].nr_overlap && !meets; cpu++) {
+				const struct segment_cpu_index *hc = head_cpu(&h[j], cpu);
+				const struct segment_cpu_index *cc = head_cpu(&h[i], cpu);
+
+				meets = hc && cc && h[i].overlap[cpu] &&
+					hc->first_ts <= h[i].overlap[cpu] && hc->last_ts >= cc->first_ts;
+			}
+			if (meets && ids_unresolvable(h[j].path))
+				r = plan_pair(p, &h[i], &h[j]);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		head_done(&h[i]);
+	free(h);
+	if (r == -ENOMEM) {
+		decoder_overlap_plan_free(p);
+		return r;
+	}
+	*ret = p;
+	return 0;
+}
+
+struct decoder_overlap_plan *decoder_overlap_plan_free(struct decoder_overlap_plan *p)
+{
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->e[i].path);
+		free(p->e[i].at);
+	}
+	free(p->e);
+	free(p);
+	return NULL;
+}
+
+size_t decoder_overlap_plan_size(const struct decoder_overlap_plan *p)
+{
+	return p ? p->n : 0;
+}
+
+int decode_apply_plan(const struct decoder_overlap_plan *p, struct decoder_segment *s)
+{
+	const struct plan_entry *e = NULL;
+
+	for (size_t i = 0; p && i < p->n && !e; i++)
+		if (streq(p->e[i].path, s->path))
+			e = &p->e[i];
+	if (!e)
+		return 0;
+	if (e->capture) {
+		for (size_t cpu = 0; cpu < e->nr && cpu < s->nr_overlap; cpu++)
+			s->overlap[cpu] = MIN(s->overlap[cpu], e->at[cpu]);
+		return 0;
+	}
+	s->yield = calloc(e->nr ?: 1, sizeof(*s->yield));
+	if (!s->yield)
+		return -ENOMEM;
+	memcpy(s->yield, e->at, e->nr * sizeof(*s->yield));
+	s->nr_yield = e->nr;
+	return 0;
 }

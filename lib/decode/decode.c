@@ -84,6 +84,8 @@ struct cursor {
 
 	/* with a time window: whether the last event was in it (none yet: no) */
 	bool event_in_window;
+	/* whether the last event was read from another copy (decoder_segment_overlapped()) */
+	bool overlap_skipped;
 };
 
 struct seg_slot {
@@ -128,6 +130,7 @@ struct decoder {
 	 */
 	uint64_t missing;
 	size_t charged;			/* the cursors' share of the readers' budget */
+	const struct decoder_overlap_plan *plan;	/* borrowed; NULL: none */
 };
 
 int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
@@ -166,6 +169,12 @@ int decoder_set_filter(struct decoder *d, const struct decoder_filter *f)
 		return -EINVAL;
 	d->filter = *f;
 	return 0;
+}
+
+void decoder_set_overlap_plan(struct decoder *d, const struct decoder_overlap_plan *p)
+{
+	assert(d);
+	d->plan = p;
 }
 
 uint64_t decoder_frames_read(const struct decoder *d)
@@ -318,6 +327,7 @@ static int cursor_setup(struct cursor *c, const struct decoder_segment *s)
 	if (tep_is_old_format(s->tep))
 		kbuffer_set_old_format(c->kbuf);
 	c->page_loaded = false;
+	c->overlap_skipped = false;
 	return 0;
 }
 
@@ -374,6 +384,9 @@ static int slot_open(struct decoder *d, size_t k)
 		return 0;
 	}
 	s = slot->s;
+	r = decode_apply_plan(d->plan, s);
+	if (r < 0)
+		return r;
 	for (unsigned int cpu = 0; cpu < s->nr_cpus; cpu++) {
 		struct cursor *c;
 
@@ -649,8 +662,9 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 
 			if (size >= 0 && off + (size_t)size <= c->page_len &&
 			    (!entry_in_window(d, c, s, ts, data, size) ||
-			     (s->nr_overlap &&
-			      decoder_segment_overlapped(s, c->cpu, ts, data, size)) ||
+			     ((s->nr_overlap || s->nr_yield) &&
+			      decoder_segment_overlapped(s, c->cpu, ts, data, size,
+							 &c->overlap_skipped)) ||
 			     !event_fits(d, c, s, data, size))) {
 				/* outside the window asked for, or its fields do not fit its record */
 				data = kbuffer_next_event(c->kbuf, &ts);

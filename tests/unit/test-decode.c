@@ -497,6 +497,101 @@ static void test_split_stack_owner(void)
 	decoder_free(d);
 }
 
+/* A finished segment of synthetic entries of CPU 0, with an INDEX line for them. */
+static char *seg_synth(const char *name, const char *meta, const struct synth_entry *e, size_t n)
+{
+	struct segment_writer *w = seg_open(dir, name, meta);
+	struct segment_cpu_index cpu = { .cpu = 0, .pages = 1, .events = n, .first_ts = e[0].ts,
+					 .last_ts = e[n - 1].ts };
+	struct segment_index idx = { .nr_cpus = 1, .cpus = &cpu };
+	char *path = NULL;
+
+	add_synth_formats(w);
+	add_entries(w, 0, e, n);
+	CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
+	return path;
+}
+
+/* What decoding paths[0..n) one by one (one decoder each, as groups are) with plan p gives. */
+static void decode_each(const char *const *paths, size_t n, const struct decoder_overlap_plan *p,
+			char *out, size_t len)
+{
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		struct decoder *d;
+		struct decoded_event ev;
+
+		CHECK(decoder_open(&paths[i], 1, &d) == 0);
+		decoder_set_overlap_plan(d, p);
+		while (decoder_next(d, &ev) > 0 && off + 32 < len)
+			off += (size_t)snprintf(out + off, len - off, "%s%" PRIu64 "%s", off ? " " : "",
+						ev.ts, !ev.is_stack ? "" : ev.resolved ? "s" : "u");
+		decoder_free(d);
+	}
+}
+
+/*
+ * After a panic: the boot's last segment, recovered without its stack map
+ * tables (stack ids that do not resolve), and the crash capture, which
+ * holds the same events from 195 on with full stacks, slightly earlier
+ * (its probe runs first), and says the recorded segments hold everything
+ * up to 301. The capture's copies are read from its first entry on, the
+ * segment's own before it; each event once. Without the plan the capture
+ * is skipped whole and the unresolved copies are read.
+ */
+static void test_capture_copy(void)
+{
+	_cleanup_free_ char *part = NULL, *cap = NULL, *other = NULL;
+	_cleanup_(decoder_overlap_plan_freep) struct decoder_overlap_plan *p = NULL;
+	char got[512];
+
+	part = seg_synth("00000030-p", "boot_id=b1\nstack_mode=stackmap\nstack_id_event_id=20\n",
+			 ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 }, { 30, 300 },
+				 { 20, 301 }));
+	cap = seg_synth("00000031-c", "boot_id=b1\nstack_mode=full\ncapture=crash\n"
+			"capture_overlap=0:301\ncapture_current_boot_id=b2\n",
+			ENTRIES({ 30, 195 }, { 4, 196 }, { 30, 295 }, { 4, 296 }));
+
+	decode_each((const char *const[]){ part, cap }, 2, NULL, got, sizeof(got));
+	CHECK_MSG(streq(got, "100 101u 200 201u 300 301u"), "without a plan: %s", got);
+
+	CHECK(decoder_overlap_plan_new((const char *const[]){ part, cap }, 2, &p) == 0);
+	CHECK(decoder_overlap_plan_size(p) == 2);
+	decode_each((const char *const[]){ part, cap }, 2, p, got, sizeof(got));
+	CHECK_MSG(streq(got, "100 101u 195 196s 295 296s"), "with the plan: %s", got);
+	p = decoder_overlap_plan_free(p);
+
+	/* one of another boot keeps its copies */
+	other = seg_synth("00000032-p", "boot_id=b0\nstack_mode=stackmap\nstack_id_event_id=20\n",
+			  ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 }));
+	CHECK(decoder_overlap_plan_new((const char *const[]){ other, cap }, 2, &p) == 0);
+	CHECK(decoder_overlap_plan_size(p) == 0);
+	p = decoder_overlap_plan_free(p);
+	free(other);
+
+	/* and so does one whose ids resolve (it has its tables) */
+	{
+		struct segment_writer *w = seg_open(dir, "00000033-p", "boot_id=b1\n"
+						    "stack_mode=stackmap\nstack_id_event_id=20\n");
+		struct segment_cpu_index cpu = { .cpu = 0, .pages = 1, .events = 4, .first_ts = 100,
+						 .last_ts = 201 };
+		struct segment_index idx = { .nr_cpus = 1, .cpus = &cpu };
+
+		add_synth_formats(w);
+		add_entries(w, 0, ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 }));
+		add_id5_stacks(w, 1);
+		add_gen(w, SEGMENT_NO_CPU, 1, 0, 0, 0);
+		other = NULL;
+		CHECK(segment_writer_finish(w, &idx, false, &other) == 0);
+	}
+	CHECK(decoder_overlap_plan_new((const char *const[]){ other, cap }, 2, &p) == 0);
+	CHECK(decoder_overlap_plan_size(p) == 0);
+	decode_each((const char *const[]){ other }, 1, p, got, sizeof(got));
+	CHECK_MSG(streq(got, "100 101s 200 201s"), "a segment with its tables: %s", got);
+}
+
 /* A CPU without data in some segments: its stream goes on in a later one. */
 static void test_idle_cpu(void)
 {
@@ -1244,6 +1339,7 @@ int main(int argc, char **argv)
 	test_window_stacks();
 	test_window_stacks_segments();
 	test_split_stack_owner();
+	test_capture_copy();
 
 	test_rmtree(dir);
 	free(dir);
