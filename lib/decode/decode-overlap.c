@@ -202,29 +202,55 @@ static struct plan_entry *plan_entry(struct decoder_overlap_plan *p, const char 
 	return e;
 }
 
-/*
- * Capture c against a segment h of its boot whose ids do not resolve: on
- * each CPU both hold, h's entries from the capture's first on are read
- * from the capture, which in turn skips only what came before h.
- */
-static int plan_pair(struct decoder_overlap_plan *p, const struct head *c, const struct head *h)
+/* Whether h is a recorded segment (not a capture) of c's boot. */
+static bool of_boot(const struct head *h, const struct head *c)
 {
-	struct plan_entry *ec = NULL, *eh = NULL;
+	return !h->capture && h->boot && c->boot && streq(h->boot, c->boot);
+}
 
+/*
+ * Capture c, against the segments of its boot among h[0..n) whose ids do
+ * not resolve (yield[j]): on each CPU the capture has, they skip their
+ * entries from the capture's first on, and the capture skips only what
+ * its boot's other segments hold (their INDEX's last time there). A
+ * recovered segment's INDEX has no CPU lines: where one of those others
+ * has none, its span is not known and the capture keeps its bound (and
+ * its segments their copies).
+ */
+static int plan_capture(struct decoder_overlap_plan *p, const struct head *c,
+			const struct head *h, const bool *yield, size_t n)
+{
+	struct plan_entry *ec;
+
+	for (size_t j = 0; j < n; j++)
+		if (of_boot(&h[j], c) && !yield[j] && !h[j].nr_cpus)
+			return 0;
+	ec = plan_entry(p, c->path, true, c->nr_overlap);
+	if (!ec)
+		return -ENOMEM;
 	for (unsigned int cpu = 0; cpu < c->nr_overlap; cpu++) {
-		const struct segment_cpu_index *cc = head_cpu(c, cpu), *hc = head_cpu(h, cpu);
+		const struct segment_cpu_index *cc = head_cpu(c, cpu);
+		uint64_t held = 0;
 
-		if (!c->overlap[cpu] || !cc || !hc || hc->first_ts > c->overlap[cpu] ||
-		    hc->last_ts < cc->first_ts)
+		if (!c->overlap[cpu] || !cc)
 			continue;
-		if (!ec)
-			ec = plan_entry(p, c->path, true, c->nr_overlap);
-		if (!eh)
-			eh = plan_entry(p, h->path, false, c->nr_overlap);
-		if (!ec || !eh)
-			return -ENOMEM;
-		ec->at[cpu] = MIN(ec->at[cpu], hc->first_ts ? hc->first_ts - 1 : 0);
-		eh->at[cpu] = cc->first_ts ? cc->first_ts : 1;
+		for (size_t j = 0; j < n; j++) {
+			const struct segment_cpu_index *hc = head_cpu(&h[j], cpu);
+
+			if (of_boot(&h[j], c) && !yield[j] && hc)
+				held = MAX(held, MIN(hc->last_ts, c->overlap[cpu]));
+		}
+		ec->at[cpu] = MIN(ec->at[cpu], held);
+		for (size_t j = 0; j < n; j++) {
+			struct plan_entry *eh;
+
+			if (!yield[j])
+				continue;
+			eh = plan_entry(p, h[j].path, false, c->nr_overlap);
+			if (!eh)
+				return -ENOMEM;
+			eh->at[cpu] = cc->first_ts ? cc->first_ts : 1;
+		}
 	}
 	return 0;
 }
@@ -234,27 +260,31 @@ int decoder_overlap_plan_new(const char *const *paths, size_t n,
 {
 	struct decoder_overlap_plan *p;
 	struct head *h;
+	bool *yield;
 	int r = 0;
 
 	assert(ret);
 	p = calloc(1, sizeof(*p));
 	h = calloc(n ?: 1, sizeof(*h));
-	if (!p || !h) {
+	yield = calloc(n ?: 1, sizeof(*yield));
+	if (!p || !h || !yield) {
 		free(p);
 		free(h);
+		free(yield);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n && r != -ENOMEM; i++)
 		r = head_read(paths[i], &h[i]);
 	for (size_t i = 0; i < n && r != -ENOMEM; i++) {
+		bool any = false;
+
 		if (!h[i].capture)
 			continue;
-		r = 0;
-		for (size_t j = 0; j < n && r >= 0; j++) {
-			bool meets = false;
+		for (size_t j = 0; j < n; j++) {
+			bool meets = !h[j].nr_cpus;	/* recovered: its span is not in its INDEX */
 
-			if (h[j].capture || !h[j].stackmap || !h[j].boot || !h[i].boot ||
-			    !streq(h[j].boot, h[i].boot))
+			yield[j] = false;
+			if (!of_boot(&h[j], &h[i]) || !h[j].stackmap)
 				continue;
 			for (unsigned int cpu = 0; cpu < h[i].nr_overlap && !meets; cpu++) {
 				const struct segment_cpu_index *hc = head_cpu(&h[j], cpu);
@@ -263,13 +293,15 @@ int decoder_overlap_plan_new(const char *const *paths, size_t n,
 				meets = hc && cc && h[i].overlap[cpu] &&
 					hc->first_ts <= h[i].overlap[cpu] && hc->last_ts >= cc->first_ts;
 			}
-			if (meets && ids_unresolvable(h[j].path))
-				r = plan_pair(p, &h[i], &h[j]);
+			yield[j] = meets && ids_unresolvable(h[j].path);
+			any |= yield[j];
 		}
+		r = any ? plan_capture(p, &h[i], h, yield, n) : 0;
 	}
 	for (size_t i = 0; i < n; i++)
 		head_done(&h[i]);
 	free(h);
+	free(yield);
 	if (r == -ENOMEM) {
 		decoder_overlap_plan_free(p);
 		return r;

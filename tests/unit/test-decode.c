@@ -563,6 +563,23 @@ static void test_capture_copy(void)
 	CHECK_MSG(streq(got, "100 101u 195 196s 295 296s"), "with the plan: %s", got);
 	p = decoder_overlap_plan_free(p);
 
+	/* the same with the part as recovery leaves it: an INDEX without CPU lines */
+	{
+		struct segment_writer *w = seg_open(dir, "00000034-p", "boot_id=b1\n"
+						    "stack_mode=stackmap\nstack_id_event_id=20\n");
+
+		add_synth_formats(w);
+		add_entries(w, 0, ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 },
+					  { 30, 300 }, { 20, 301 }));
+		free(part);
+		part = seg_finish(w);
+	}
+	CHECK(decoder_overlap_plan_new((const char *const[]){ part, cap }, 2, &p) == 0);
+	CHECK(decoder_overlap_plan_size(p) == 2);
+	decode_each((const char *const[]){ part, cap }, 2, p, got, sizeof(got));
+	CHECK_MSG(streq(got, "100 101u 195 196s 295 296s"), "recovered, with the plan: %s", got);
+	p = decoder_overlap_plan_free(p);
+
 	/* one of another boot keeps its copies */
 	other = seg_synth("00000032-p", "boot_id=b0\nstack_mode=stackmap\nstack_id_event_id=20\n",
 			  ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 }));
