@@ -148,6 +148,9 @@ files:
 			return r;
 	}
 	for (size_t i = 0; i < rec->nr_files; i++) {
+		/* this boot's task names are not the previous boot's: a capture has none */
+		if (rec->capture && task_lines_is_task_file(rec->files[i].name))
+			continue;
 		r = append_file(seg->writer, rec->files[i].name, rec->files[i].data,
 				rec->files[i].len, level);
 		if (r < 0)
