@@ -14,6 +14,7 @@
 
 #include "cmd-common.h"
 #include "commands.h"
+#include "decode.h"
 #include "info.h"
 #include "json.h"
 #include "log.h"
@@ -41,13 +42,37 @@ struct summary {
 };
 
 /*
+ * The trace time of the last event of a segment whose INDEX has no CPU
+ * lines (recovery at start writes none): its pages are read. 0 if none.
+ */
+static uint64_t last_event_ts(const char *path)
+{
+	struct decoder *d;
+	struct decoded_event ev;
+	uint64_t last = 0;
+	int r;
+
+	if (decoder_open(&path, 1, &d) < 0)
+		return 0;
+	while ((r = decoder_next(d, &ev)) != 0)
+		if (r > 0)
+			last = MAX(last, ev.ts);
+		else if (r == -ENOMEM)
+			break;
+	decoder_free(d);
+	return last;
+}
+
+/*
  * CLOCK_REALTIME µs of the last event of a segment that was not finished
  * when its events were written (recovered at a later start, or still
- * being written): its CLOCK pairs place its INDEX's last trace time, or
- * give the last pair's own time. 0 when it has none. Reads the records
- * after rd's position (pages skipped).
+ * being written): its CLOCK pairs place its last event's trace time (from
+ * its INDEX, else from its pages when it was recovered), or give the last
+ * pair's own time. 0 when it has none. Reads the records after rd's
+ * position (pages skipped).
  */
-static uint64_t events_end_usec(struct segment_reader *rd, const struct segment_index *idx)
+static uint64_t events_end_usec(struct segment_reader *rd, const struct segment_index *idx,
+				const char *path)
 {
 	_cleanup_free_ struct wallclock_pair *pairs = NULL;
 	struct segment_record rec;
@@ -64,6 +89,9 @@ static uint64_t events_end_usec(struct segment_reader *rd, const struct segment_
 	for (uint32_t i = 0; idx && i < idx->nr_cpus; i++)
 		if (idx->cpus[i].events)
 			last_ts = MAX(last_ts, idx->cpus[i].last_ts);
+	/* a recovered one (a .part being written has no INDEX: its last pair is recent) */
+	if (!last_ts && idx)
+		last_ts = last_event_ts(path);
 	real = last_ts ? wallclock_to_realtime(pairs, n, last_ts) : 0;
 	for (size_t i = 0; i < n; i++)
 		real = MAX(real, pairs[i].realtime);
@@ -121,7 +149,7 @@ static void summary_add(struct summary *sum, const char *path)
 	idx = segment_reader_index(rd);
 	/* a capture without its own clock markers holds its boot's recorded pairs */
 	if ((!capture && (!idx || (idx->flags & SEGMENT_INDEX_F_TRUNCATED))) || (capture && !last))
-		last = events_end_usec(rd, idx);
+		last = events_end_usec(rd, idx, path);
 	else if (!capture)
 		last = mtime;
 	if (first && (!sum->first_usec || first < sum->first_usec))
