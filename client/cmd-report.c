@@ -47,14 +47,6 @@ static void note_unresolved(const struct selection *sel)
 			   bad, all);
 }
 
-/* Say that the daemon's own markers were left out, and which. */
-static void note_markers(const struct selection *sel)
-{
-	if (sel->markers_hidden)
-		log_notice("%" PRIu64 " of the daemon's own markers (%s) not shown: --markers shows "
-			   "them", sel->markers_hidden, SELECTION_MARKERS);
-}
-
 static void print_frame(struct trace_seq *s, const struct decoded_event *ev, uint16_t i)
 {
 	const char *func;
@@ -386,7 +378,6 @@ int cmd_report(int argc, char **argv)
 							    .userdata = &ctx });
 	progress_done(&ctx.bar);
 	note_unresolved(&sel);
-	note_markers(&sel);
 	trace_seq_destroy(&ctx.s);
 	stack_texts_free();
 	info_formats_free();
@@ -501,7 +492,6 @@ int cmd_folded(int argc, char **argv)
 	}
 	r = sample_source_run(&sel, &so, folded_sample, &ctx);
 	note_unresolved(&sel);
-	note_markers(&sel);
 	buf_done(&ctx.b);
 	if (r < 0)
 		return 1;

@@ -204,6 +204,7 @@ static int top_once(struct selection *sel, const struct top_args *a, const char 
 		log_errno(LOG_ERR, -ENOMEM, "cannot count stacks");
 		return -1;
 	}
+	sel->markers_in_output = true;	/* in the table's last line */
 	r = sample_source_run(sel, &so, top_sample, t);
 	if (r < 0)
 		return r;

@@ -1008,5 +1008,8 @@ int selection_decode(struct selection *s, const struct selection_run *run)
 		if (r == 2)
 			break;
 	}
+	if (s->markers_hidden && !s->markers_in_output)
+		log_notice("%" PRIu64 " of the daemon's own markers (%s) not shown: --markers shows "
+			   "them", s->markers_hidden, SELECTION_MARKERS);
 	return selection_verdict(s, ret);
 }

@@ -99,6 +99,7 @@ struct selection {
 	struct selection_seen *seen;	/* what the filters found (selection-check.c) */
 	struct stacktab_stats stats;	/* resolution counters of all groups decoded */
 	uint64_t markers_hidden;	/* the daemon's markers left out (no --markers) */
+	bool markers_in_output;		/* the command says so itself (else a notice does) */
 };
 
 void selection_init(struct selection *s);

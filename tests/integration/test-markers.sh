@@ -1,8 +1,8 @@
 #!/bin/bash
 # The daemon's own markers (ftrace print events starting "stackmapd:
-# clock", "snap", "gen" or "crash") are left out of report, folded and
-# top unless --markers is given, and each says how many it left out and
-# which kinds; a marker of anyone else's is shown. The markers are written
+# clock", "snap", "gen" or "crash") are left out of report, folded, top
+# and flamegraph unless --markers is given, and each says how many it
+# left out and which kinds, once; a marker of anyone else's is shown. The markers are written
 # into mkseg's instance while it records.
 . "$top_srcdir/tests/lib.sh"
 
@@ -35,10 +35,13 @@ grep -q 'not shown' "$tmp/err" && fail "report --markers says markers were left 
 grep -q '^# print: 1 events' "$tmp/top" || fail "top counts: $(grep '^# ' "$tmp/top")"
 tail -n 1 "$tmp/top" | grep -qx "# not shown: ${note/ not shown:/;}" ||
 	fail "top's last line: $(tail -n 1 "$tmp/top")"
+grep -q 'not shown' "$tmp/err" && fail "top says it twice: $(cat "$tmp/err")"
 "$STACKMAPCTL" top --markers "$seg" > "$tmp/top" 2> "$tmp/err" || fail "top --markers: $(cat "$tmp/err")"
 grep -q '^# print: 5 events' "$tmp/top" || fail "top --markers counts: $(grep '^# ' "$tmp/top")"
 grep -q 'not shown' "$tmp/top" && fail "top --markers says markers were left out"
 
 "$STACKMAPCTL" folded "$seg" > /dev/null 2> "$tmp/err" || fail "folded: $(cat "$tmp/err")"
 grep -q "$note" "$tmp/err" || fail "folded did not say what it left out: $(cat "$tmp/err")"
+"$STACKMAPCTL" flamegraph -o "$tmp/fg.svg" "$seg" 2> "$tmp/err" || fail "flamegraph: $(cat "$tmp/err")"
+grep -q "$note" "$tmp/err" || fail "flamegraph did not say what it left out: $(cat "$tmp/err")"
 exit 0
