@@ -8,7 +8,7 @@ REPORT is `stackmapctl report --markers` of the whole archive (one section
 per recording, "# host H boot B recording R"). Boot 1's first section is
 its own recording, its second the crash capture saved at boot 2. Checks
 that no stack id of boot 1's recording that prints unresolved lies, on
-its CPU, at or after the capture's first event there (the capture holds
+its CPU, at or after the capture's first entry there (the capture holds
 those events with full stacks: its copies are read), and that every task
 of the capture prints as <...>-PID (it has no task names of its boot).
 Prints the figures; exit status 1 if a check fails, 2 on bad input.
