@@ -15,6 +15,7 @@
 
 #include "cmd-common.h"
 #include "commands.h"
+#include "decode.h"
 #include "info.h"
 #include "json.h"
 #include "log.h"
@@ -22,6 +23,7 @@
 #include "segment.h"
 #include "selection.h"
 #include "util.h"
+#include "wallclock.h"
 
 static const char info_usage[] =
 	"Usage: stackmapctl info [--json] [-v] [--pages] [-c CONFIG] [SEGMENT|DIRECTORY...]\n"
@@ -40,7 +42,69 @@ struct summary {
 	uint64_t events, lost, unresolved;
 };
 
-/* Add the segment at path to *sum from its META and INDEX (no page is read). */
+/*
+ * The trace time of the last event of a segment whose INDEX has no CPU
+ * lines (recovery at start writes none): its pages are read. 0 if none.
+ */
+static uint64_t last_event_ts(const char *path)
+{
+	struct decoder *d;
+	struct decoded_event ev;
+	uint64_t last = 0;
+	int r;
+
+	if (decoder_open(&path, 1, &d) < 0)
+		return 0;
+	while ((r = decoder_next(d, &ev)) != 0)
+		if (r > 0)
+			last = MAX(last, ev.ts);
+		else if (r == -ENOMEM)
+			break;
+	decoder_free(d);
+	return last;
+}
+
+/*
+ * CLOCK_REALTIME µs of the last event of a segment that was not finished
+ * when its events were written (recovered at a later start, or still
+ * being written): its CLOCK pairs place its last event's trace time (from
+ * its INDEX, else from its pages when it was recovered), or give the last
+ * pair's own time. 0 when it has none. Reads the records after rd's
+ * position (pages skipped).
+ */
+static uint64_t events_end_usec(struct segment_reader *rd, const struct segment_index *idx,
+				const char *path)
+{
+	_cleanup_free_ struct wallclock_pair *pairs = NULL;
+	struct segment_record rec;
+	uint64_t last_ts = 0, real = 0;
+	size_t n = 0, cap = 0;
+
+	while (segment_reader_next(rd, &rec) == 1)
+		if (rec.type == SEGMENT_REC_CLOCK &&
+		    wallclock_pairs_decode(rec.data, rec.len, &pairs, &n, &cap) == -ENOMEM)
+			return 0;
+	if (!n)
+		return 0;
+	n = wallclock_pairs_sort(pairs, n);
+	for (uint32_t i = 0; idx && i < idx->nr_cpus; i++)
+		if (idx->cpus[i].events)
+			last_ts = MAX(last_ts, idx->cpus[i].last_ts);
+	/* a recovered one (a .part being written has no INDEX: its last pair is recent) */
+	if (!last_ts && idx)
+		last_ts = last_event_ts(path);
+	real = last_ts ? wallclock_to_realtime(pairs, n, last_ts) : 0;
+	for (size_t i = 0; i < n; i++)
+		real = MAX(real, pairs[i].realtime);
+	return real / NSEC_PER_USEC;
+}
+
+/*
+ * Add the segment at path to *sum from its META and INDEX (no page is
+ * read). The dates are its events': a crash capture's from its META (it
+ * was saved at the next boot), a segment finished by recovery at a later
+ * start from its clock pairs; a finished segment's from its last write.
+ */
 static void summary_add(struct summary *sum, const char *path)
 {
 	_cleanup_(segment_reader_freep) struct segment_reader *rd = NULL;
@@ -48,18 +112,18 @@ static void summary_add(struct summary *sum, const char *path)
 	struct segment_meta m = {};
 	struct segment_record rec;
 	struct stat st;
-	uint64_t v;
+	uint64_t v, mtime = 0, first = 0, last = 0;
+	bool capture = false;
 
 	sum->segments++;
 	if (stat(path, &st) == 0) {
-		uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * USEC_PER_SEC +
-				 (uint64_t)st.st_mtim.tv_nsec / NSEC_PER_USEC;
-
+		mtime = (uint64_t)st.st_mtim.tv_sec * USEC_PER_SEC +
+			(uint64_t)st.st_mtim.tv_nsec / NSEC_PER_USEC;
 		sum->bytes += (uint64_t)st.st_size;
-		sum->last_usec = MAX(sum->last_usec, mtime);
 	}
 	if (segment_reader_open(path, &rd) < 0) {
 		sum->damaged++;
+		sum->last_usec = MAX(sum->last_usec, mtime);
 		return;
 	}
 	segment_reader_skip_pages(rd, true);
@@ -74,12 +138,25 @@ static void summary_add(struct summary *sum, const char *path)
 		if (!*sum->recording)
 			(void)snprintf(sum->recording, sizeof(sum->recording), "%s",
 				       segment_meta_get(&m, "recording_id") ?: "?");
-		if (segment_meta_u64(&m, "opened_usec", &v) == 0 && v &&
-		    (!sum->first_usec || v < sum->first_usec))
-			sum->first_usec = v;
+		capture = segment_meta_get(&m, "capture") != NULL;
+		if (capture) {
+			(void)segment_meta_u64(&m, "capture_first_usec", &first);
+			(void)segment_meta_u64(&m, "capture_last_usec", &last);
+		} else if (segment_meta_u64(&m, "opened_usec", &v) == 0) {
+			first = v;
+		}
 	}
 	segment_meta_done(&m);
 	idx = segment_reader_index(rd);
+	/* a capture without its own clock markers holds its boot's recorded pairs */
+	if ((!capture && (!idx || (idx->flags & SEGMENT_INDEX_F_TRUNCATED))) || (capture && !last))
+		last = events_end_usec(rd, idx, path);
+	else if (!capture)
+		last = mtime;
+	if (first && (!sum->first_usec || first < sum->first_usec))
+		sum->first_usec = first;
+	/* a capture whose markers were overwritten has no dates of its own: when it was saved */
+	sum->last_usec = MAX(sum->last_usec, last ?: mtime);
 	if (!idx || (idx->flags & SEGMENT_INDEX_F_TRUNCATED) || !idx->nr_cpus) {
 		sum->unfinished++;	/* its figures need its pages: info -v */
 		return;

@@ -203,12 +203,17 @@ static int top_once(struct selection *sel, const struct top_args *a, const char 
 
 	if (!t)
 		return log_errno(LOG_ERR, -ENOMEM, "cannot count stacks");
+	sel->markers_in_output = true;	/* in the table's last line */
 	r = sample_source_run(sel, &so, top_sample, t);
 	if (r < 0)
 		return r;
 	if (heading)
 		printf("%s", heading);
 	k = top_print(t, stdout, &v);
+	if (k >= 0 && !a->json && sel->markers_hidden &&
+	    printf("\n# not shown: %" PRIu64 " of the daemon's own markers (%s); --markers shows "
+		   "them\n", sel->markers_hidden, SELECTION_MARKERS) < 0)
+		k = -errno;
 	if (k >= 0 && fflush(stdout) != 0)
 		k = -errno;
 	if (k < 0)

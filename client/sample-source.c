@@ -41,7 +41,7 @@ struct origin {
 struct pending {
 	bool set;
 	size_t origin;			/* index in source.origins */
-	const struct tep_event *event;	/* to match the stack's owner; not dereferenced */
+	const struct tep_event *event;	/* NULL: no event waits for a stack; not dereferenced */
 	char name[64], system[64], comm[32], call_site[128];
 	struct sample s;
 	struct sample_field fields[SAMPLE_SOURCE_MAX_FIELDS];
@@ -301,7 +301,9 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 	if (r < 0)
 		return r;
 	if (ev->is_stack) {
-		if (p->set && ev->owner && ev->owner == p->event && streq(ev->owner->name, p->name)) {
+		/* the owner is of the stack's segment, which may follow the event's */
+		if (p->set && p->event && ev->owner && streq(ev->owner->name, p->name) &&
+		    streq(ev->owner->system, p->system)) {
 			p->s.stack_entry = ev->kind != DECODED_STACK_MISSING;
 			return flush(src, p, stack_frames(src, ev));
 		}

@@ -57,6 +57,7 @@ struct selection_state {
 	uint64_t pooled_last;		/* serial of the last segment pooled */
 	bool warned_no_clock;
 	bool wall_by_decoder;		/* the decoder took the wall-clock window */
+	struct decoder_overlap_plan *plan;	/* which copies of a crash capture's events */
 };
 
 void selection_init(struct selection *s)
@@ -88,6 +89,7 @@ void selection_done(struct selection *s)
 		free(s->state->info);
 		free(s->state->cpu_wanted);
 		free(s->state->pairs);
+		decoder_overlap_plan_free(s->state->plan);
 		free(s->state);
 	}
 	free(s->paths);
@@ -796,13 +798,17 @@ static bool event_matches(const struct tep_event *e, const char *filter)
 }
 
 /*
- * The clock markers stackmapd writes into its instance's trace_marker to
- * pair the trace clock with the wall clock (daemon/recorder-clock.c):
- * ftrace print events whose text starts with this.
+ * The markers stackmapd writes into trace_marker (ftrace print events):
+ * clock pairs (daemon/recorder-clock.c), stack map snapshots and
+ * generations (daemon/generations.c), and those of the crash buffer
+ * (daemon/crash-buffer.c), which a capture of it holds. Their key, if
+ * any, cannot be checked here: the text alone decides.
  */
-#define CLOCK_MARKER_TEXT "stackmapd: clock "
+static const char *const daemon_markers[] = {
+	"stackmapd: clock ", "stackmapd: snap ", "stackmapd: gen ", "stackmapd: crash ",
+};
 
-static bool clock_marker(const struct decoded_event *ev)
+static bool daemon_marker(const struct decoded_event *ev)
 {
 	const char *buf;
 	int len = 0;
@@ -814,16 +820,21 @@ static bool clock_marker(const struct decoded_event *ev)
 		return false;
 	/* buf is char buf[]: size 0, the text runs to the end of the record */
 	len = ev->record->size - (int)(buf - (const char *)ev->record->data);
-	return len >= (int)strlen(CLOCK_MARKER_TEXT) &&
-	       !memcmp(buf, CLOCK_MARKER_TEXT, strlen(CLOCK_MARKER_TEXT));
+	for (size_t i = 0; i < ARRAY_SIZE(daemon_markers); i++)
+		if (len >= (int)strlen(daemon_markers[i]) &&
+		    !memcmp(buf, daemon_markers[i], strlen(daemon_markers[i])))
+			return true;
+	return false;
 }
 
 static bool passes(struct selection *s, const struct decoded_event *ev)
 {
 	int pid;
 
-	if (!s->markers && clock_marker(ev))
+	if (!s->markers && daemon_marker(ev)) {
+		s->markers_hidden++;
 		return false;
+	}
 	if (s->cpus && (ev->cpu >= STACKTAB_MAX_CPUS || !s->cpus[ev->cpu]))
 		return false;
 	if (s->event && !event_matches(ev->event, s->event))
@@ -955,6 +966,7 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 		/* an empty window: nothing passes in_window(), by the pairs of the group */
 		st->wall_by_decoder = decoder_set_filter(d, &f) == 0;
 	}
+	decoder_set_overlap_plan(d, st->plan);
 	st->nr_pairs = 0;
 	st->seg = st->pooled_last = 0;
 	if (st->cpu_wanted)
@@ -1002,18 +1014,43 @@ static int decode_group(struct selection *s, size_t g, const struct selection_ru
 	return ret ?: damaged ? 1 : 0;
 }
 
+/*
+ * With a crash capture among the paths: which copy of the events it shares
+ * with its boot's segments to read (decoder_overlap_plan_new()). Logs.
+ */
+static int plan_overlap(struct selection *s)
+{
+	bool capture = false;
+	int r;
+
+	for (size_t i = 0; i < s->nr_paths; i++)
+		capture |= s->state->info[i].saved_by != NULL;
+	if (!capture || s->state->plan)
+		return 0;
+	r = decoder_overlap_plan_new((const char *const *)s->paths, s->nr_paths, &s->state->plan);
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "cannot decode");
+	if (decoder_overlap_plan_size(s->state->plan))
+		log_notice("a crash capture holds with full stacks events that the recorded segments "
+			 "of its boot cannot resolve: they are read from the capture");
+	return 0;
+}
+
 int selection_decode(struct selection *s, const struct selection_run *run)
 {
-	int ret = 0;
+	int ret = 0, r;
 
 	assert(s);
 	assert(s->state);
 	assert(run);
 	assert(run->event);
 
-	for (size_t g = 0; g < s->nr_groups; g++) {
-		int r = decode_group(s, g, run);
+	r = plan_overlap(s);
+	if (r < 0)
+		return r;
 
+	for (size_t g = 0; g < s->nr_groups; g++) {
+		r = decode_group(s, g, run);
 		if (r < 0 && s->nr_groups == 1)
 			return r;
 		if (r != 0)
@@ -1021,5 +1058,8 @@ int selection_decode(struct selection *s, const struct selection_run *run)
 		if (r == 2)
 			break;
 	}
+	if (s->markers_hidden && !s->markers_in_output)
+		log_notice("%" PRIu64 " of the daemon's own markers (%s) not shown: --markers shows "
+			   "them", s->markers_hidden, SELECTION_MARKERS);
 	return selection_verdict(s, ret);
 }

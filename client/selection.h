@@ -53,6 +53,9 @@ enum {
 	{ "memory-limit", required_argument, NULL, SELECTION_OPT_MEMORY_LIMIT }
 
 /* Usage text of the shared options, for a command's --help. */
+/* The daemon's markers, left out unless --markers, as messages name them. */
+#define SELECTION_MARKERS "stackmapd: clock, snap, gen, crash"
+
 #define SELECTION_USAGE                                                                      \
 	"  --since TIME, --until TIME  only events in this window: 2026-12-01 03:12, 03:12,\n"   \
 	"                  -10min, ISO 8601 with a zone, or trace-clock seconds (1701.5)\n"      \
@@ -60,7 +63,7 @@ enum {
 	"  --pid PID       only this task\n"                                                     \
 	"  --comm NAME     only tasks of this name\n"                                            \
 	"  --event NAME    only this event (name or system:name), with its stacks\n"             \
-	"  --markers       also the daemon's own clock markers (print events)\n"                 \
+	"  --markers       also the daemon's own markers (" SELECTION_MARKERS ")\n"        \
 	"  --boot N|ID     only one boot: 0 the last the archive knows, -1 the one before\n"    \
 	"                  (its crash capture included), or a boot id (or its start)\n"        \
 	"  --last DURATION only the last DURATION (5s, 2min) of the last boot selected\n"     \
@@ -83,7 +86,7 @@ struct selection {
 	const char *memory_limit;	/* --memory-limit SIZE, NULL: the environment's or the default */
 	uint64_t now;			/* CLOCK_REALTIME ns when options were parsed */
 	bool quiet_unfinished;		/* do not report .part segments as cut short */
-	bool markers;			/* keep the daemon's clock markers (--markers) */
+	bool markers;			/* keep the daemon's markers (--markers) */
 	bool every_file;		/* keep .part files that hold no record yet (verify, info) */
 
 	/* segments; set by selection_resolve() */
@@ -95,6 +98,8 @@ struct selection {
 	struct selection_state *state;	/* filtering state while decoding */
 	struct selection_seen *seen;	/* what the filters found (selection-check.c) */
 	struct stacktab_stats stats;	/* resolution counters of all groups decoded */
+	uint64_t markers_hidden;	/* the daemon's markers left out (no --markers) */
+	bool markers_in_output;		/* the command says so itself (else a notice does) */
 };
 
 void selection_init(struct selection *s);

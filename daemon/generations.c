@@ -636,6 +636,23 @@ int generations_stats(struct generations *g, struct buf *b)
 	return stackmap_stats_format(g->sm, b);
 }
 
+int generations_leave(struct generations *g)
+{
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	/* remembered by generations_new(): a clean stop puts it back */
+	r = strprintf(&path, "%s/options/stackmap", tracing_dir(g->p.tracing));
+	if (r < 0)
+		return r;
+	r = write_file(path, "0");
+	if (r < 0)
+		return r;
+	/* says DISABLED once: the segment's own snapshot at its end then finds no change */
+	r = stackmap_snapshot(g->sm, 0);
+	return r < 0 ? r : 0;
+}
+
 void generations_restore(struct generations *g)
 {
 	if (g)

@@ -99,6 +99,16 @@ void generations_get_stats(const struct generations *g, struct stackmap_stats *r
 /* STATS keys for a segment's tail. */
 int generations_stats(struct generations *g, struct buf *b);
 
+/*
+ * Stop using the kernel stack map before the run records full stacks (it
+ * was used only for the stack ids of the events kept at start): turn
+ * options/stackmap off, so that no event gets an id any more, and take a
+ * last snapshot, which holds every id given until then (turning the map
+ * off does not clear it). A clean stop puts the option back. Returns 0 or
+ * -errno.
+ */
+int generations_leave(struct generations *g);
+
 /* Put options/stackmap back (unless keep_tracing). */
 void generations_restore(struct generations *g);
 

@@ -149,6 +149,9 @@ files:
 			return r;
 	}
 	for (size_t i = 0; i < rec->nr_files; i++) {
+		/* this boot's task names are not the previous boot's: a capture has none */
+		if (rec->capture && task_lines_is_task_file(rec->files[i].name))
+			continue;
 		r = append_file(seg->writer, rec->files[i].name, rec->files[i].data,
 				rec->files[i].len, level);
 		if (r < 0)
@@ -381,7 +384,7 @@ static void segment_recovered(void *userdata, const char *path)
 int recorder_setup_layout(struct recorder *rec)
 {
 	_cleanup_free_ char *hp = NULL, *path = NULL;
-	int r, id;
+	int r;
 
 	if (strprintf(&path, "%s/events/header_page", tracing_dir(rec->tracing)) < 0)
 		return -ENOMEM;
@@ -402,19 +405,8 @@ int recorder_setup_layout(struct recorder *rec)
 		return 0;
 	}
 	/* an id no format stored in the segment uses */
-	id = STACK_REF_EVENT_ID;
-	for (bool clash = true; clash; ) {
-		clash = false;
-		for (size_t i = 0; i < rec->nr_files; i++) {
-			const char *p = strstr(rec->files[i].data, "\nID: ");
-
-			if (startswith(rec->files[i].name, "events/") && p && atoi(p + 5) == id) {
-				id--;
-				clash = true;
-			}
-		}
-	}
-	rec->layout.stack_ref_id = id;
+	rec->layout.stack_ref_id = page_layout_stack_ref_id(rec->files, rec->nr_files,
+							     STACK_REF_EVENT_ID);
 	return 0;
 }
 
@@ -427,7 +419,7 @@ int recorder_add_stack_ref_format(struct recorder *rec)
 		return 0;
 	r = page_layout_stack_ref_format(rec->layout.stack_ref_id, &f);
 	if (r == 0)
-		r = recorder_collect_file("events/stackmapd/stack_ref/format", f.data, f.len, rec);
+		r = recorder_collect_file(STACK_REF_FORMAT_NAME, f.data, f.len, rec);
 	buf_done(&f);
 	return r;
 }

@@ -108,7 +108,30 @@ static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	return 0;
 }
 
-/* The kernel stack map, where the config wants it and the kernel has it. */
+/*
+ * Whether this run records full stacks but the ring buffer it keeps may
+ * hold stack ids: a run in stack-map mode left events behind (killed, or
+ * stopped with keep_tracing) and the map is still on. Only the map as it
+ * is now resolves those ids, and this run turns it off.
+ */
+static bool kept_ids(struct recorder *rec)
+{
+	_cleanup_free_ char *path = NULL, *v = NULL;
+
+	if (recorder_flight(rec) || !tracing_has_stackmap(rec->tracing) ||
+	    !tracing_buffer_has_data(rec->tracing))
+		return false;
+	if (strprintf(&path, "%s/options/stackmap", tracing_dir(rec->tracing)) < 0 ||
+	    read_file(path, &v, NULL) < 0)
+		return false;
+	return v[0] == '1';
+}
+
+/*
+ * The kernel stack map, where the config wants it and the kernel has it.
+ * Returns 1 when it is used only for the events kept at start (kept_ids()):
+ * the recorder lets it go once their segment is finished.
+ */
 static int setup_stackmap(struct recorder *rec)
 {
 	const struct config *c = rec->cfg;
@@ -121,18 +144,63 @@ static int setup_stackmap(struct recorder *rec)
 		.userdata = rec,
 		.flight = recorder_flight(rec),
 	};
+	bool kept_only = false;
 	int r;
 
-	if (c->stackmap == CONFIG_STACKMAP_OFF || (c->instance && *c->instance))
+	if (c->instance && *c->instance)
 		return 0;
+	if (c->stackmap == CONFIG_STACKMAP_OFF) {
+		if (!kept_ids(rec))
+			return 0;
+		kept_only = true;
+	}
 	r = generations_new(&p, &rec->gens);
 	if (r == -EOPNOTSUPP && c->stackmap == CONFIG_STACKMAP_AUTO) {
 		log_info("this kernel has no stack map: recording full stacks");
 		return 0;
 	}
+	if (r < 0 && kept_only) {
+		log_errno(LOG_WARNING, r, "cannot snapshot the kernel stack map for the stack ids "
+			  "of the events kept at start: they stay unresolved, continuing");
+		return 0;
+	}
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "cannot use the kernel stack map");
+	if (kept_only) {
+		log_info("the events kept at start may carry stack ids: their segment stores the "
+			 "kernel stack map's stacks, then full stacks are recorded");
+		return 1;
+	}
 	log_info("using the kernel stack map: stacks are stored once per segment");
+	return 0;
+}
+
+/*
+ * The events kept at start are read: turn the map off, read what got an
+ * id until then, finish their segment with the map's tables, let it go.
+ */
+static int leave_stackmap(struct recorder *rec)
+{
+	int r;
+
+	r = generations_leave(rec->gens);
+	if (r < 0)
+		log_errno(LOG_WARNING, r, "cannot turn the kernel stack map off before recording "
+			  "full stacks; ids given since the last snapshot stay unresolved, continuing");
+	/* a segment of the kept events' clock (keep_buffered() finished one if it is to change) */
+	if (!archive_is_open(rec->archive)) {
+		r = archive_start(rec->archive);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot start a segment in '%s'",
+					 rec->cfg->directory);
+	}
+	recorder_drain_all(rec);
+	if (archive_is_open(rec->archive)) {
+		r = archive_rotate(rec->archive, true, NULL);
+		if (r < 0)
+			return log_errno(LOG_ERR, r, "cannot finish the segment of drained events");
+	}
+	rec->gens = generations_free(rec->gens);
 	return 0;
 }
 
@@ -261,6 +329,7 @@ int recorder_start(struct recorder *rec, sd_event *e,
 		   void (*on_segment)(void *userdata, const char *path), void *userdata)
 {
 	struct archive_params ap;
+	bool map_for_kept;
 	int r;
 
 	assert(rec);
@@ -309,6 +378,7 @@ int recorder_start(struct recorder *rec, sd_event *e,
 	r = setup_stackmap(rec);
 	if (r < 0)
 		goto fail_tracing;
+	map_for_kept = r > 0;
 	/* boot capture may have filled the buffer: keep it before the clock or size clears it */
 	if (!recorder_flight(rec) && tracing_buffer_has_data(rec->tracing)) {
 		r = archive_start(rec->archive);
@@ -319,10 +389,18 @@ int recorder_start(struct recorder *rec, sd_event *e,
 		r = keep_buffered(rec);
 		if (r < 0)
 			goto fail;
+		if (map_for_kept) {
+			r = leave_stackmap(rec);
+			if (r < 0)
+				goto fail;
+		}
 		r = switch_subbuf(rec);
 		if (r < 0)
 			goto fail;
 	}
+	/* the buffer was emptied in between: nothing kept, no id to resolve */
+	if (map_for_kept)
+		rec->gens = generations_free(rec->gens);
 	r = tracing_setup_buffer(rec->tracing);
 	if (r < 0)
 		goto fail_tracing;

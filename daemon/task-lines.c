@@ -10,6 +10,14 @@
 
 static const char *const task_files[] = { "saved_cmdlines", "saved_tgids" };
 
+bool task_lines_is_task_file(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(task_files); i++)
+		if (streq(name, task_files[i]))
+			return true;
+	return false;
+}
+
 struct task_file {
 	const char *text;		/* the head copy, borrowed */
 	size_t len;

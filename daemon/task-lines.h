@@ -16,6 +16,7 @@
 #ifndef STACKMAPD_TASK_LINES_H
 #define STACKMAPD_TASK_LINES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -31,6 +32,9 @@ int task_lines_new(const struct named_text *files, size_t nr_files, struct task_
 
 /* Accepts NULL; returns NULL. */
 struct task_lines *task_lines_free(struct task_lines *tl);
+
+/* Whether a FILE record of this name is a task file (saved_cmdlines, saved_tgids). */
+bool task_lines_is_task_file(const char *name);
 
 /*
  * Append to out the lines of data[0..len), a later copy of the file name,

@@ -58,6 +58,26 @@ int page_layout_stack_ref_format(int id, struct buf *out)
 			  id);
 }
 
+int page_layout_stack_ref_id(const struct named_text *files, size_t nr, int preferred)
+{
+	int id = preferred;
+
+	for (bool clash = true; clash; ) {
+		clash = false;
+		for (size_t i = 0; i < nr; i++) {
+			const char *p = strstr(files[i].data, "\nID: ");
+
+			if (streq(files[i].name, STACK_REF_FORMAT_NAME))
+				continue;
+			if (startswith(files[i].name, "events/") && p && atoi(p + 5) == id) {
+				id--;
+				clash = true;
+			}
+		}
+	}
+	return id;
+}
+
 /* ---- the shared stack table ---- */
 
 struct stackdedup *stackdedup_new(size_t max_stacks)

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "hashtab.h"
 #include "page-walk.h"
+#include "util.h"
 
 /* Where the fields of a page header are, and which event ids matter. */
 struct page_layout {
@@ -49,6 +50,18 @@ int page_layout_parse(const char *header_page, struct page_layout *ret);
  * appended to out (see doc/segment-format.md).
  */
 int page_layout_stack_ref_format(int id, struct buf *out);
+
+/* The name of that format among a segment's FILE records. */
+#define STACK_REF_FORMAT_NAME "events/stackmapd/stack_ref/format"
+
+/*
+ * The id of the stack_ref event: preferred, or the first below it that no
+ * event format of files[0..nr) (borrowed) uses. The daemon's own
+ * stack_ref format among them is not a clash: a layout set up again (a
+ * sub-buffer size switched after the kept events were read) keeps the
+ * id that format, already stored, names.
+ */
+int page_layout_stack_ref_id(const struct named_text *files, size_t nr, int preferred);
 
 /* The page format of the running kernel that a layout describes, for the page walker. */
 struct page_format page_layout_format(const struct page_layout *l);

@@ -108,6 +108,13 @@ struct decoder_segment {
 	uint64_t *overlap;
 	size_t nr_overlap, cap_overlap;
 	int print_type;
+	/*
+	 * A segment whose stack ids do not resolve, of a boot with a crash
+	 * capture (decoder_overlap_plan_new()): per CPU, the trace time from
+	 * which the capture's copies are read instead of its own; 0: none.
+	 */
+	uint64_t *yield;
+	size_t nr_yield;
 	/* event types recorded with a stack, by the stored config (stack-expect.h) */
 	struct stack_expect_types wants_stack;
 
@@ -149,16 +156,28 @@ int decoder_segment_load_filtered(const char *path, const struct decoder_filter 
 bool decoder_segment_wants_ts(const struct decoder_segment *s, const struct decoder_filter *f,
 			      uint64_t ts);
 
+/*
+ * "CPU:TS,CPU:TS" (META capture_overlap) into *ret (per CPU, 0: none;
+ * owned, *ret_cap its room) and *ret_n; stops at the first malformed pair.
+ */
+void decode_parse_overlap(const char *v, uint64_t **ret, size_t *ret_n, size_t *ret_cap);
+
 /* Read a crash capture's capture_overlap and print_event_id from s->meta. */
 void decode_read_overlap(struct decoder_segment *s);
 
 /*
- * Whether the entry at data (trace time ts, on cpu) of a crash capture is
- * also in an earlier segment of its boot (capture_overlap): it is then
- * read from there only, so that each event is reported once.
+ * Whether the entry at data (trace time ts, on cpu) is read from another
+ * segment: an entry of a crash capture that an earlier segment of its
+ * boot also holds (capture_overlap), or one of a segment that yields to
+ * the capture's copies (yield). Each event is then reported once. Markers
+ * are never skipped; a stack entry goes with the event before it:
+ * *skipped holds, per CPU, whether that event was.
  */
 bool decoder_segment_overlapped(const struct decoder_segment *s, unsigned int cpu, uint64_t ts,
-				const void *data, int size);
+				const void *data, int size, bool *skipped);
+
+/* Apply what plan (may be NULL) says of s, by its path. 0 or -ENOMEM. */
+int decode_apply_plan(const struct decoder_overlap_plan *p, struct decoder_segment *s);
 
 /* PAGES records the segment's reader decompressed so far. */
 uint64_t decoder_segment_frames_read(const struct decoder_segment *s);

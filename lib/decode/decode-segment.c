@@ -119,6 +119,7 @@ struct decoder_segment *decoder_segment_free(struct decoder_segment *s)
 	named_texts_free(&s->files, &s->nr_files);
 	free(s->clocks);
 	free(s->overlap);
+	free(s->yield);
 	segment_reader_free(s->rd);
 	segment_meta_done(&s->meta);
 	for (size_t i = 0; i < s->nr_errors; i++)

@@ -84,6 +84,8 @@ struct cursor {
 
 	/* with a time window: whether the last event was in it (none yet: no) */
 	bool event_in_window;
+	/* whether the last event was read from another copy (decoder_segment_overlapped()) */
+	bool overlap_skipped;
 };
 
 struct seg_slot {
@@ -128,6 +130,7 @@ struct decoder {
 	 */
 	uint64_t missing;
 	size_t charged;			/* the cursors' share of the readers' budget */
+	const struct decoder_overlap_plan *plan;	/* borrowed; NULL: none */
 };
 
 int decoder_open(const char *const *paths, size_t n, struct decoder **ret)
@@ -166,6 +169,12 @@ int decoder_set_filter(struct decoder *d, const struct decoder_filter *f)
 		return -EINVAL;
 	d->filter = *f;
 	return 0;
+}
+
+void decoder_set_overlap_plan(struct decoder *d, const struct decoder_overlap_plan *p)
+{
+	assert(d);
+	d->plan = p;
 }
 
 uint64_t decoder_frames_read(const struct decoder *d)
@@ -314,8 +323,30 @@ static int cursor_setup(struct cursor *c, const struct decoder_segment *s)
 	if (tep_is_old_format(s->tep))
 		kbuffer_set_old_format(c->kbuf);
 	c->page_loaded = false;
-	c->owner = NULL;
+	c->overlap_skipped = false;
 	return 0;
+}
+
+/*
+ * The event c's next stack follows, as an event of s: the kernel writes a
+ * stack after its event, so the first entry of a segment can be the stack
+ * of the last event of the one before (the window rule of
+ * entry_in_window() follows the same event across). from is the segment
+ * c leaves (NULL: none, or unreadable); events of another boot are not
+ * followed.
+ */
+static struct tep_event *owner_in(const struct cursor *c, const struct decoder_segment *from,
+				  const struct decoder_segment *s)
+{
+	const char *b1, *b2;
+
+	if (!c->owner || !from || !s)
+		return NULL;
+	b1 = decoder_segment_meta(from, "boot_id");
+	b2 = decoder_segment_meta(s, "boot_id");
+	if (b1 && b2 && !streq(b1, b2))
+		return NULL;
+	return tep_find_event_by_name(s->tep, c->owner->system, c->owner->name);
 }
 
 static int add_pending(struct decoder *d, struct cursor *c)
@@ -346,6 +377,9 @@ static int slot_open(struct decoder *d, size_t k)
 		return 0;
 	}
 	s = slot->s;
+	r = decode_apply_plan(d->plan, s);
+	if (r < 0)
+		return r;
 	for (unsigned int cpu = 0; cpu < s->nr_cpus; cpu++) {
 		struct cursor *c;
 
@@ -400,6 +434,8 @@ static int cursor_enter(struct decoder *d, struct cursor *c, size_t k)
 	r = slot_open(d, k);
 	if (r < 0)
 		return r;
+	/* the segment c leaves is still open: it closes once no cursor is in it */
+	c->owner = owner_in(c, d->segs[c->seg].s, d->segs[k].s);
 	c->seg = k;
 	c->state = CURSOR_IN;
 	d->segs[k].users++;
@@ -415,7 +451,6 @@ static int cursor_enter(struct decoder *d, struct cursor *c, size_t k)
 static int cursor_leave(struct decoder *d, struct cursor *c)
 {
 	d->segs[c->seg].users--;
-	c->owner = NULL;
 	/* the segment ends after a boundary, before the stack: it is lost */
 	c->missing = stack_expect_end(&c->expect);
 	if (c->seg + 1 >= d->nr_segs) {
@@ -614,8 +649,9 @@ static int cursor_next(struct decoder *d, struct cursor *c)
 
 			if (size >= 0 && off + (size_t)size <= c->page_len &&
 			    (!entry_in_window(d, c, s, ts, data, size) ||
-			     (s->nr_overlap &&
-			      decoder_segment_overlapped(s, c->cpu, ts, data, size)) ||
+			     ((s->nr_overlap || s->nr_yield) &&
+			      decoder_segment_overlapped(s, c->cpu, ts, data, size,
+							 &c->overlap_skipped)) ||
 			     !event_fits(d, c, s, data, size))) {
 				/* outside the window asked for, or its fields do not fit its record */
 				data = kbuffer_next_event(c->kbuf, &ts);

@@ -73,7 +73,9 @@ struct decoded_event {
 	/*
 	 * The event of the same CPU that this stack follows (the kernel
 	 * writes a stack right after its event), or NULL if that event was
-	 * not seen (start of the data, lost events).
+	 * not seen (start of the data, lost events). When that event ends
+	 * the segment before (of the same boot), this is its format in the
+	 * stack's own segment: compare owners by name, not by address.
 	 */
 	struct tep_event *owner;
 };
@@ -158,6 +160,32 @@ void decoder_set_lookahead_limit(struct decoder *d, size_t bytes);
  * Returns 0 or -EINVAL (a window that ends before it starts).
  */
 int decoder_set_filter(struct decoder *d, const struct decoder_filter *f);
+
+/*
+ * Which copy of the events a crash capture shares with the recorded
+ * segments of its boot is read. Normally the recorded one (the capture
+ * skips what they hold, META capture_overlap). But a segment in stack-map
+ * mode that was never finished (recovered after a panic) has no stack map
+ * tables: its stack ids do not resolve, while the capture holds the same
+ * events with full stacks. Such a segment then yields to the capture from
+ * the capture's first entry on, on each CPU both hold, and the capture
+ * skips only what came before it. A plan is made once from all the
+ * segments that may be read (paths borrowed for the call; the capture and
+ * those segments are in different recordings, so in different decoders)
+ * and given to each decoder. Returns 0 and *ret (owned; it may say
+ * nothing), or -ENOMEM.
+ */
+struct decoder_overlap_plan;
+int decoder_overlap_plan_new(const char *const *paths, size_t n,
+			     struct decoder_overlap_plan **ret);
+struct decoder_overlap_plan *decoder_overlap_plan_free(struct decoder_overlap_plan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct decoder_overlap_plan *, decoder_overlap_plan_free);
+
+/* How many segments the plan changes. */
+size_t decoder_overlap_plan_size(const struct decoder_overlap_plan *p);
+
+/* Read by plan p (borrowed, must outlive d; NULL: none). Before the first decoder_next(). */
+void decoder_set_overlap_plan(struct decoder *d, const struct decoder_overlap_plan *p);
 
 /* PAGES records (frames) read and decompressed so far, over all segments. */
 uint64_t decoder_frames_read(const struct decoder *d);

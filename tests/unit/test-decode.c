@@ -364,10 +364,15 @@ static void test_window_stacks(void)
 		  n && stack[0] ? "a stack" : "an event");
 }
 
-/* A segment of CPU 0's pages [from, to) in one frame, with the INDEX the daemon writes. */
-static char *seg_indexed(const char *name, int from, int to, uint64_t first_ts, uint64_t last_ts)
+/* A segment in d of CPU 0's pages [from, to) in one frame, with the INDEX the daemon writes. */
+static char *seg_indexed_in(const char *d, const char *name, const char *boot, int from, int to,
+			    uint64_t first_ts, uint64_t last_ts)
 {
-	struct segment_writer *w = seg_open(dir, name, NULL);
+	_cleanup_free_ char *meta = NULL;
+	struct segment_writer *w;
+
+	CHECK(asprintf(&meta, "boot_id=%s\n", boot) > 0);
+	w = seg_open(d, name, meta);
 	struct segment_cpu_index cpu = { .cpu = 0, .pages = (uint64_t)(to - from), .events = 1,
 					 .first_ts = first_ts, .last_ts = last_ts };
 	struct segment_seek seek = { .cpu = 0, .offset = segment_writer_size(w),
@@ -381,17 +386,10 @@ static char *seg_indexed(const char *name, int from, int to, uint64_t first_ts, 
 	return path;
 }
 
-/*
- * The same across segments: the window's last event ends one segment and
- * its stack, stamped after the window, starts the next, whose span then
- * lies wholly after the window.
- */
-static void test_window_stacks_segments(void)
+/* The page split_segments() splits at, and in *ret_last the event before it; 0: none. */
+static int split_at(size_t *ret_last)
 {
-	_cleanup_free_ char *p1 = NULL, *p2 = NULL;
-	static uint64_t ts[MAX_REF];
-	static bool stack[MAX_REF];
-	size_t last = 0, n;
+	size_t last = 0;
 	int split = 0;
 
 	/* a page boundary between an event and its later stack */
@@ -408,16 +406,207 @@ static void test_window_stacks_segments(void)
 		}
 	}
 	CHECK_MSG(split, "no page of the capture starts with the stack of the last event before it");
-	if (!split)
-		return;
-	p1 = seg_indexed("00000016-w", 0, split, refs[0].ts, refs[last].ts);
-	p2 = seg_indexed("00000017-w", split, NR_PAGES, refs[last + 1].ts, refs[nr_refs - 1].ts);
+	*ret_last = last;
+	return split;
+}
 
+/*
+ * CPU 0's capture as two segments in d, split at the first page that
+ * starts with the stack of the event ending the page before it (refs
+ * holds the capture, refs[*ret_last] that event). Returns false, with a
+ * failed check, when the capture has no such page.
+ */
+static bool split_segments(const char *d, const char *name1, const char *name2, const char *boot2,
+			   char **ret_p1, char **ret_p2, size_t *ret_last)
+{
+	size_t last = 0;
+	int split = split_at(&last);
+
+	if (!split)
+		return false;
+	*ret_p1 = seg_indexed_in(d, name1, "test-split", 0, split, refs[0].ts, refs[last].ts);
+	*ret_p2 = seg_indexed_in(d, name2, boot2, split, NR_PAGES, refs[last + 1].ts,
+				 refs[nr_refs - 1].ts);
+	*ret_last = last;
+	return true;
+}
+
+/*
+ * The same across segments: the window's last event ends one segment and
+ * its stack, stamped after the window, starts the next, whose span then
+ * lies wholly after the window.
+ */
+static void test_window_stacks_segments(void)
+{
+	_cleanup_free_ char *p1 = NULL, *p2 = NULL;
+	static uint64_t ts[MAX_REF];
+	static bool stack[MAX_REF];
+	size_t last, n;
+
+	if (!split_segments(dir, "00000016-w", "00000017-w", "test-split", &p1, &p2, &last))
+		return;
 	n = decode_window_of((const char *const[]){ p1, p2 }, 2, 0, refs[last].ts, ts, stack, MAX_REF);
 	CHECK_MSG(n == refs_in_window(0, refs[last].ts) && n && stack[n - 1] &&
 		  ts[n - 1] == refs[last + 1].ts,
 		  "%zu entries, want %zu, the last %s at %" PRIu64, n, refs_in_window(0, refs[last].ts),
 		  n && stack[n - 1] ? "a stack" : "an event", n ? ts[n - 1] : 0);
+}
+
+/*
+ * A stack that starts the next segment follows the event that ended the
+ * one before: its owner is that event (as a format of its own segment),
+ * so that top, folded and the exports pair them as report shows them.
+ * Not across boots: a stack cannot follow an event of an earlier boot.
+ */
+static void test_split_stack_owner(void)
+{
+	_cleanup_free_ char *p1 = NULL, *p2 = NULL, *p3 = NULL, *name = NULL;
+	struct decoded_event ev;
+	struct decoder *d;
+	size_t last, k = 0;
+	bool seen = false;
+
+	if (!split_segments(dir, "00000018-o", "00000019-o", "test-split", &p1, &p2, &last))
+		return;
+	CHECK(decoder_open((const char *const[]){ p1, p2 }, 2, &d) == 0);
+	while (decoder_next(d, &ev) > 0) {
+		if (k == last)
+			name = strdup(ev.event ? ev.event->name : "?");
+		if (k++ == last + 1) {
+			CHECK_MSG(ev.is_stack && ev.segment && streq(ev.segment, p2),
+				  "entry %zu is not the stack that starts the second segment", k - 1);
+			CHECK_MSG(ev.owner && name && streq(ev.owner->name, name),
+				  "the stack starting the second segment has owner %s, want %s",
+				  ev.owner ? ev.owner->name : "none", name ?: "?");
+			seen = true;
+		}
+	}
+	decoder_free(d);
+	CHECK(seen);
+
+	/* the same second segment, but of another boot */
+	free(p1);
+	p1 = NULL;
+	if (!split_segments(dir, "00000020-o", "00000021-o", "another-boot", &p1, &p3, &last))
+		return;
+	CHECK(decoder_open((const char *const[]){ p1, p3 }, 2, &d) == 0);
+	k = 0;
+	while (decoder_next(d, &ev) > 0)
+		if (k++ == last + 1)
+			CHECK_MSG(!ev.is_stack || !ev.owner, "a stack followed an event of another boot");
+	decoder_free(d);
+}
+
+/* A finished segment of synthetic entries of CPU 0, with an INDEX line for them. */
+static char *seg_synth(const char *name, const char *meta, const struct synth_entry *e, size_t n)
+{
+	struct segment_writer *w = seg_open(dir, name, meta);
+	struct segment_cpu_index cpu = { .cpu = 0, .pages = 1, .events = n, .first_ts = e[0].ts,
+					 .last_ts = e[n - 1].ts };
+	struct segment_index idx = { .nr_cpus = 1, .cpus = &cpu };
+	char *path = NULL;
+
+	add_synth_formats(w);
+	add_entries(w, 0, e, n);
+	CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
+	return path;
+}
+
+/* What decoding paths[0..n) one by one (one decoder each, as groups are) with plan p gives. */
+static void decode_each(const char *const *paths, size_t n, const struct decoder_overlap_plan *p,
+			char *out, size_t len)
+{
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		struct decoder *d;
+		struct decoded_event ev;
+
+		CHECK(decoder_open(&paths[i], 1, &d) == 0);
+		decoder_set_overlap_plan(d, p);
+		while (decoder_next(d, &ev) > 0 && off + 32 < len)
+			off += (size_t)snprintf(out + off, len - off, "%s%" PRIu64 "%s", off ? " " : "",
+						ev.ts, !ev.is_stack ? "" : ev.resolved ? "s" : "u");
+		decoder_free(d);
+	}
+}
+
+/*
+ * After a panic: the boot's last segment, recovered without its stack map
+ * tables (stack ids that do not resolve), and the crash capture, which
+ * holds the same events from 195 on with full stacks, slightly earlier
+ * (its probe runs first), and says the recorded segments hold everything
+ * up to 301. The capture's copies are read from its first entry on, the
+ * segment's own before it; each event once. Without the plan the capture
+ * is skipped whole and the unresolved copies are read.
+ */
+static void test_capture_copy(void)
+{
+	_cleanup_free_ char *part = NULL, *cap = NULL, *other = NULL;
+	_cleanup_(decoder_overlap_plan_freep) struct decoder_overlap_plan *p = NULL;
+	char got[512];
+
+	part = seg_synth("00000030-p", "boot_id=b1\nstack_mode=stackmap\nstack_id_event_id=20\n",
+			 ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 }, { 30, 300 },
+				 { 20, 301 }));
+	cap = seg_synth("00000031-c", "boot_id=b1\nstack_mode=full\ncapture=crash\n"
+			"capture_overlap=0:301\ncapture_current_boot_id=b2\n",
+			ENTRIES({ 30, 195 }, { 4, 196 }, { 30, 295 }, { 4, 296 }));
+
+	decode_each((const char *const[]){ part, cap }, 2, NULL, got, sizeof(got));
+	CHECK_MSG(streq(got, "100 101u 200 201u 300 301u"), "without a plan: %s", got);
+
+	CHECK(decoder_overlap_plan_new((const char *const[]){ part, cap }, 2, &p) == 0);
+	CHECK(decoder_overlap_plan_size(p) == 2);
+	decode_each((const char *const[]){ part, cap }, 2, p, got, sizeof(got));
+	CHECK_MSG(streq(got, "100 101u 195 196s 295 296s"), "with the plan: %s", got);
+	p = decoder_overlap_plan_free(p);
+
+	/* the same with the part as recovery leaves it: an INDEX without CPU lines */
+	{
+		struct segment_writer *w = seg_open(dir, "00000034-p", "boot_id=b1\n"
+						    "stack_mode=stackmap\nstack_id_event_id=20\n");
+
+		add_synth_formats(w);
+		add_entries(w, 0, ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 },
+					  { 30, 300 }, { 20, 301 }));
+		free(part);
+		part = seg_finish(w);
+	}
+	CHECK(decoder_overlap_plan_new((const char *const[]){ part, cap }, 2, &p) == 0);
+	CHECK(decoder_overlap_plan_size(p) == 2);
+	decode_each((const char *const[]){ part, cap }, 2, p, got, sizeof(got));
+	CHECK_MSG(streq(got, "100 101u 195 196s 295 296s"), "recovered, with the plan: %s", got);
+	p = decoder_overlap_plan_free(p);
+
+	/* one of another boot keeps its copies */
+	other = seg_synth("00000032-p", "boot_id=b0\nstack_mode=stackmap\nstack_id_event_id=20\n",
+			  ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 }));
+	CHECK(decoder_overlap_plan_new((const char *const[]){ other, cap }, 2, &p) == 0);
+	CHECK(decoder_overlap_plan_size(p) == 0);
+	p = decoder_overlap_plan_free(p);
+	free(other);
+
+	/* and so does one whose ids resolve (it has its tables) */
+	{
+		struct segment_writer *w = seg_open(dir, "00000033-p", "boot_id=b1\n"
+						    "stack_mode=stackmap\nstack_id_event_id=20\n");
+		struct segment_cpu_index cpu = { .cpu = 0, .pages = 1, .events = 4, .first_ts = 100,
+						 .last_ts = 201 };
+		struct segment_index idx = { .nr_cpus = 1, .cpus = &cpu };
+
+		add_synth_formats(w);
+		add_entries(w, 0, ENTRIES({ 30, 100 }, { 20, 101 }, { 30, 200 }, { 20, 201 }));
+		add_id5_stacks(w, 1);
+		add_gen(w, SEGMENT_NO_CPU, 1, 0, 0, 0);
+		other = NULL;
+		CHECK(segment_writer_finish(w, &idx, false, &other) == 0);
+	}
+	CHECK(decoder_overlap_plan_new((const char *const[]){ other, cap }, 2, &p) == 0);
+	CHECK(decoder_overlap_plan_size(p) == 0);
+	decode_each((const char *const[]){ other }, 1, p, got, sizeof(got));
+	CHECK_MSG(streq(got, "100 101s 200 201s"), "a segment with its tables: %s", got);
 }
 
 /* A CPU without data in some segments: its stream goes on in a later one. */
@@ -1132,7 +1321,7 @@ static void test_live_symbols(void)
 	ksyms_live_set_source("/proc/sys/kernel/random/boot_id", "/proc/kallsyms");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	_cleanup_free_ char *pages = NULL;
 	size_t len = 0;
@@ -1143,6 +1332,15 @@ int main(void)
 		return 99;
 	}
 	memcpy(raw, pages, sizeof(raw));
+	/* --split DIR: only write the two segments of test_split_stack_owner() (for the CLI tests) */
+	if (argc == 3 && streq(argv[1], "--split")) {
+		_cleanup_free_ char *p1 = NULL, *p2 = NULL;
+
+		if (split_segments(argv[2], "00000001-split", "00000002-split", "test-split", &p1,
+				   &p2, &len))
+			printf("%s\n%s\n", p1, p2);
+		return tests_done("test-decode --split");
+	}
 	dir = test_tmpdir();
 
 	test_real_pages();
@@ -1157,6 +1355,8 @@ int main(void)
 	test_live_symbols();
 	test_window_stacks();
 	test_window_stacks_segments();
+	test_split_stack_owner();
+	test_capture_copy();
 
 	test_rmtree(dir);
 	free(dir);

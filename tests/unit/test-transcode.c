@@ -218,6 +218,45 @@ static void fold_edges(struct transcoder *t, const struct page_layout *l, struct
 	t->stack_time_event = false;
 }
 
+/*
+ * The stack_ref id: below every event format's id; and the same when the
+ * layout is set up again after the daemon's own format was collected with
+ * it (the sub-buffer size switched once the kept events were read): the
+ * segments' stored format names that id, and the pages must use it too.
+ */
+static void test_stack_ref_id(void)
+{
+	struct named_text *files = NULL;
+	size_t n = 0;
+	struct buf f = { 0 };
+	int id;
+
+	CHECK(named_texts_append(&files, &n, "events/kmem/kmalloc/format", "name: kmalloc\nID: 400\n",
+				 22) == 0);
+	CHECK(page_layout_stack_ref_id(files, n, 65000) == 65000);
+	/* another event with the preferred id (and the next): the first free one below */
+	CHECK(named_texts_append(&files, &n, "events/x/y/format", "name: y\nID: 65000\n", 18) == 0);
+	CHECK(named_texts_append(&files, &n, "events/x/z/format", "name: z\nID: 64999\n", 18) == 0);
+	CHECK(named_texts_append(&files, &n, "header_page", "\nID: 64998\n", 11) == 0);
+	id = page_layout_stack_ref_id(files, n, 65000);
+	CHECK_MSG(id == 64998, "id %d", id);
+	/* set up again with our own format collected: the same id */
+	CHECK(page_layout_stack_ref_format(id, &f) == 0);
+	CHECK(named_texts_append(&files, &n, STACK_REF_FORMAT_NAME, f.data, f.len) == 0);
+	CHECK_MSG(page_layout_stack_ref_id(files, n, 65000) == id, "id %d, the stored format's %d",
+		  page_layout_stack_ref_id(files, n, 65000), id);
+	buf_done(&f);
+	named_texts_free(&files, &n);
+
+	/* the same without a clash: our format at 65000 keeps 65000 */
+	CHECK(page_layout_stack_ref_format(65000, &f) == 0);
+	CHECK(named_texts_append(&files, &n, STACK_REF_FORMAT_NAME, f.data, f.len) == 0);
+	id = page_layout_stack_ref_id(files, n, 65000);
+	CHECK_MSG(id == 65000, "a layout set up again moved stack_ref from 65000 to %d", id);
+	buf_done(&f);
+	named_texts_free(&files, &n);
+}
+
 int main(void)
 {
 	_cleanup_free_ char *hp = NULL, *raw = NULL;
@@ -228,6 +267,7 @@ int main(void)
 	struct kbuffer *kb;
 	size_t hlen, rawlen, stacks_seen, folded;
 
+	test_stack_ref_id();
 	hp = test_page_data("header_page", &hlen);
 	raw = test_page_data("cpu0.raw", &rawlen);
 	CHECK(page_layout_parse(hp, &l) == 0);

@@ -8,7 +8,9 @@
 # as reboot -f calls it: no clean stop) or "clean" (stackmapd stopped with
 # TERM, then the same reboot).
 # Boot 2 starts stackmapd, which saves the previous boot's crash buffer,
-# and stops it.
+# and stops it; with CRASH_TASKS=N in the environment it first runs N
+# tasks traced at the top level, so that saved_cmdlines names pids of
+# this boot.
 #   guest-crash.sh CONF END SECONDS [pinned]
 # "pinned" runs one load per CPU, bound to it, so that every CPU's buffer
 # wraps.
@@ -70,6 +72,12 @@ ctypes.CDLL(None).reboot(0x01234567)' &
 fi
 
 cat /proc/sys/kernel/random/boot_id > "$W/boot2.id"
+if [ -n "${CRASH_TASKS:-}" ]; then
+	# tasks of this boot in saved_cmdlines, with pids boot 1's tasks had
+	echo 1 > /sys/kernel/tracing/events/sched/sched_process_exec/enable
+	for i in $(seq 1 "$CRASH_TASKS"); do /bin/true; done
+	echo 0 > /sys/kernel/tracing/events/sched/sched_process_exec/enable
+fi
 "$W/stackmapd" --check -c "$CONF" > "$W/check.out" 2>&1
 "$W/stackmapd" -d -c "$CONF" > "$W/stackmapd2.log" 2>&1 &
 pid=$!
