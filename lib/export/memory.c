@@ -39,6 +39,8 @@ struct memory *memory_free(struct memory *m)
 	free(m->stacks);
 	strmap_free(m->keys);
 	strmap_free(m->kind_names);
+	strmap_free(m->site_names);
+	free(m->sites);
 	free(m->objs);
 	free(m->spare);
 	hashtab_done(&m->index);
@@ -67,6 +69,11 @@ struct memory *memory_new(const struct memory_options *o)
 	m->width = FIRST_WIDTH_NS;
 	m->keys = strmap_new();
 	m->kind_names = strmap_new();
+	if (m->o.callers) {
+		m->site_names = strmap_new();
+		if (!m->site_names)
+			return NULL;
+	}
 	m->curve = calloc(m->nr_points, sizeof(*m->curve));
 	if (!m->keys || !m->kind_names || !m->curve)
 		return NULL;
@@ -398,6 +405,30 @@ static int kind_of(struct memory *m, const struct sample *s, int cls, uint64_t b
 	return 0;
 }
 
+/* Count a slab allocation of bytes under the call site of s. */
+static int site_count(struct memory *m, const struct sample *s, uint64_t bytes)
+{
+	const char *name = s->call_site ?: "[unknown]";
+	size_t idx;
+	int r;
+
+	r = strmap_intern(m->site_names, name, strlen(name), &idx);
+	if (r < 0)
+		return r;
+	if (idx == m->nr_sites) {
+		r = budget_charge(&m->charged, strlen(name) + 64, "the call sites");
+		if (r >= 0)
+			r = BUDGET_GREEDY_REALLOC(&m->charged, m->sites, m->cap_sites, m->nr_sites + 1,
+						  "the call sites");
+		if (r < 0)
+			return r;
+		m->sites[m->nr_sites++] = (struct mem_site){ .name = idx };
+	}
+	m->sites[idx].allocs++;
+	m->sites[idx].bytes += bytes;
+	return 0;
+}
+
 static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 {
 	uint64_t key, bytes, order = 0, idx;
@@ -458,6 +489,8 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	r = stack_of(m, s, &o->stack);
 	if (r >= 0)
 		r = kind_of(m, s, cls, bytes, order, &o->kind);
+	if (r >= 0 && m->o.callers && cls == MEM_SLAB)
+		r = site_count(m, s, bytes);
 	if (r < 0) {
 		o->selected = false;
 		return r;
