@@ -25,7 +25,11 @@
 #define FIRST_WIDTH_NS UINT64_C(1000000)	/* 1 ms per point to start */
 #define PAGE_BYTES UINT64_C(4096)
 
-const char *const memory_fields[] = { "ptr", "bytes_alloc", "name", "pfn", "order", NULL };
+/* The field names, compared by address first: sources pass memory_fields' own pointers. */
+static const char F_PTR[] = "ptr", F_BYTES[] = "bytes_alloc", F_NAME[] = "name", F_PFN[] = "pfn",
+		  F_ORDER[] = "order";
+
+const char *const memory_fields[] = { F_PTR, F_BYTES, F_NAME, F_PFN, F_ORDER, NULL };
 
 enum op { OP_NONE, OP_ALLOC, OP_FREE };
 
@@ -265,9 +269,13 @@ static void curve_advance(struct memory *m, uint64_t t)
 static bool field_u64(const struct sample *s, const char *name, uint64_t *ret)
 {
 	for (size_t i = 0; i < s->nr_fields; i++)
-		if (streq(s->fields[i].name, name)) {
+		if (s->fields[i].name == name || streq(s->fields[i].name, name)) {
 			char *end;
 
+			if (i < 32 && (s->numeric_fields >> i) & 1) {
+				*ret = s->numbers[i];
+				return true;
+			}
 			errno = 0;
 			*ret = strtoull(s->fields[i].value, &end, 0);
 			return !errno && end != s->fields[i].value && !*end;
@@ -278,7 +286,7 @@ static bool field_u64(const struct sample *s, const char *name, uint64_t *ret)
 static const char *field_str(const struct sample *s, const char *name)
 {
 	for (size_t i = 0; i < s->nr_fields; i++)
-		if (streq(s->fields[i].name, name))
+		if (s->fields[i].name == name || streq(s->fields[i].name, name))
 			return s->fields[i].value;
 	return NULL;
 }
@@ -369,7 +377,7 @@ static int stack_of(struct memory *m, const struct sample *s, uint32_t *ret)
 static int kind_of(struct memory *m, const struct sample *s, int cls, uint64_t bytes,
 		   uint64_t order, uint32_t *ret)
 {
-	const char *name = field_str(s, "name");
+	const char *name = field_str(s, F_NAME);
 	char text[96];
 	size_t idx;
 	int r;
@@ -437,12 +445,12 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	int r;
 
 	if (cls == MEM_PAGES) {
-		if (!field_u64(s, "pfn", &key) || key == UINT64_MAX ||
-		    !field_u64(s, "order", &order) || order > 20)
+		if (!field_u64(s, F_PFN, &key) || key == UINT64_MAX ||
+		    !field_u64(s, F_ORDER, &order) || order > 20)
 			return 0;	/* a failed allocation */
 		bytes = PAGE_BYTES << order;
-	} else if (!field_u64(s, "ptr", &key) || key <= 16 ||
-		   !field_u64(s, "bytes_alloc", &bytes)) {
+	} else if (!field_u64(s, F_PTR, &key) || key <= 16 ||
+		   !field_u64(s, F_BYTES, &bytes)) {
 		return 0;		/* failed (NULL), or not of a known format */
 	}
 	m->allocs[cls]++;
@@ -508,7 +516,7 @@ static int release(struct memory *m, const struct sample *s, int cls, uint64_t t
 	uint64_t key;
 	struct mem_obj *o;
 
-	if (!field_u64(s, cls == MEM_PAGES ? "pfn" : "ptr", &key) || (cls == MEM_SLAB && key <= 16))
+	if (!field_u64(s, cls == MEM_PAGES ? F_PFN : F_PTR, &key) || (cls == MEM_SLAB && key <= 16))
 		return 0;	/* kfree(NULL) */
 	m->frees[cls]++;
 	o = obj_find(m, cls, key, NULL);
