@@ -23,7 +23,7 @@
 static const char memory_usage[] =
 	"Usage: stackmapctl memory [--at TIME] [--baseline TIME] [--churn DURATION] [--rows N]\n"
 	"                          [--limit N] [--width N] [--percent-limit P] [--json]\n"
-	"                          [--svg FILE] [--flamegraph FILE] [OPTIONS]\n"
+	"                          [--callers] [--svg FILE] [--flamegraph FILE] [OPTIONS]\n"
 	"                          [SEGMENT|DIRECTORY...]\n"
 	"Live kernel memory: allocations (kmalloc, kmem_cache_alloc, mm_page_alloc)\n"
 	"paired with their frees; needs the frees recorded (conf/stackmapd.conf).\n"
@@ -36,6 +36,7 @@ static const char memory_usage[] =
 	"  --width N          cut lines to N columns (0: never; default 0)\n"
 	"  --percent-limit P  leave out tree branches under P %% (default 0.5)\n"
 	"  --json             everything as one JSON document\n"
+	"  --callers          also the slab allocations by call site (count, bytes)\n"
 	"  --svg FILE         the curve as an SVG, the peak marked\n"
 	"  --flamegraph FILE  flame graph of the bytes live at the peak (at --at if given)\n"
 	"  --pid, --comm, --event  count only these allocations (frees are all read)\n"
@@ -52,6 +53,7 @@ enum {
 	OPT_JSON,
 	OPT_SVG,
 	OPT_FLAMEGRAPH,
+	OPT_CALLERS,
 };
 
 struct memory_args {
@@ -142,6 +144,7 @@ static int parse_args(int argc, char **argv, struct memory_args *a, struct selec
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "svg", required_argument, NULL, OPT_SVG },
 		{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
+		{ "callers", no_argument, NULL, OPT_CALLERS },
 		{ "help", no_argument, NULL, 'h' },
 		SAMPLE_SOURCE_OPTIONS,
 		SELECTION_OPTIONS,
@@ -225,6 +228,9 @@ static int parse_args(int argc, char **argv, struct memory_args *a, struct selec
 			continue;
 		case OPT_FLAMEGRAPH:
 			a->flamegraph = optarg;
+			continue;
+		case OPT_CALLERS:
+			a->o.callers = true;
 			continue;
 		case SAMPLE_SOURCE_OPT_RAW_STACKS:
 			a->raw_stacks = true;
@@ -334,6 +340,7 @@ int cmd_memory(int argc, char **argv)
 	if (r != 0)
 		return r > 0 ? 0 : 2;
 	so.raw_stacks = a.raw_stacks;
+	so.call_sites = a.o.callers;
 	so.progress_label = a.v.json ? NULL : "memory";
 	r = selection_resolve(&sel, argc - optind, argv + optind);
 	if (r < 0)

@@ -46,6 +46,7 @@ struct pending {
 	struct sample s;
 	struct sample_field fields[SAMPLE_SOURCE_MAX_FIELDS];
 	char values[SAMPLE_SOURCE_MAX_FIELDS][64];
+	uint64_t numbers[SAMPLE_SOURCE_MAX_FIELDS];
 };
 
 /* The fields of sample_source_options.fields an event type has (looked up once per type). */
@@ -94,6 +95,7 @@ static int flush(struct source *src, struct pending *p, size_t nr)
 	p->s.system = p->system;
 	p->s.call_site = p->call_site[0] ? p->call_site : NULL;
 	p->s.fields = p->s.nr_fields ? p->fields : NULL;
+	p->s.numbers = p->s.numeric_fields ? p->numbers : NULL;
 	for (size_t i = 0; i < p->s.nr_fields; i++)
 		p->fields[i].value = p->values[i];
 	skip = src->o->raw_stacks ? 0 : sample_machinery_frames(src->frames, nr, p->name);
@@ -171,13 +173,29 @@ static void take_call_site(struct source *src, struct pending *p, const struct d
 		(void)snprintf(p->call_site, sizeof(p->call_site), "0x%llx", addr);
 }
 
-/* The fields of o->fields that ev has into p->fields, as text. */
+/* v in decimal into buf (at least 21 bytes): snprintf is slow per event. */
+static void u64_text(char *buf, unsigned long long v)
+{
+	char tmp[24];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+}
+
+/* The fields of o->fields that ev has into p->fields, as text (and numbers). */
 static void take_fields(struct source *src, struct pending *p, const struct decoded_event *ev)
 {
 	struct field_slot *c;
 	size_t n = 0;
 
 	p->s.nr_fields = 0;
+	p->s.numeric_fields = 0;
 	if (!ev->event)
 		return;
 	c = &src->field_slots[((uintptr_t)ev->event >> 4) % FIELD_SLOTS];
@@ -202,7 +220,9 @@ static void take_fields(struct source *src, struct pending *p, const struct deco
 			(void)snprintf(p->values[n], sizeof(p->values[n]), "%.*s",
 				       (int)strnlen(str, (size_t)len), str);
 		} else if (tep_read_number_field(f, ev->record->data, &v) == 0) {
-			(void)snprintf(p->values[n], sizeof(p->values[n]), "%llu", v);
+			u64_text(p->values[n], v);
+			p->numbers[n] = v;
+			p->s.numeric_fields |= UINT32_C(1) << n;
 		} else {
 			continue;
 		}

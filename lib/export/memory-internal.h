@@ -56,6 +56,12 @@ struct mem_kind {
 	struct mem_point *curve;	/* memory.nr_points */
 };
 
+/* Slab allocations by call site (memory_options.callers). */
+struct mem_site {
+	size_t name;			/* in memory.site_names */
+	uint64_t allocs, bytes;
+};
+
 struct mem_obj {
 	uint64_t key;			/* pointer or pfn */
 	uint64_t t;			/* allocated at */
@@ -100,6 +106,9 @@ struct memory {
 	size_t nr_stacks, cap_stacks;
 	struct mem_kind *kinds;
 	size_t nr_kinds, cap_kinds;
+	struct strmap *site_names;	/* with callers */
+	struct mem_site *sites;
+	size_t nr_sites, cap_sites;
 
 	struct mem_obj *objs;		/* pool; live ones are in index */
 	size_t nr_objs, cap_objs;

@@ -505,6 +505,48 @@ static int print_churn(struct memory *m, FILE *f, struct json_writer *w,
 	return 0;
 }
 
+/* Slab allocations by call site (with callers), most bytes first. */
+static int print_callers(const struct memory *m, FILE *f, struct json_writer *w,
+			 const struct memory_view *v)
+{
+	_cleanup_free_ struct row *rows = calloc(m->nr_sites ?: 1, sizeof(*rows));
+	size_t limit = v->limit ?: 10;
+	char b1[32];
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nr_sites; i++)
+		rows[i] = (struct row){ .stack = i, .sort = m->sites[i].bytes };
+	qsort(rows, m->nr_sites, sizeof(*rows), row_cmp);
+	if (w) {
+		json_array_open(w, "callers");
+	} else {
+		fprintf(f, "\n# slab allocations by call site (%zu call sites)\n", m->nr_sites);
+		fprintf(f, "%12s %12s %10s  %s\n", "allocations", "bytes", "per alloc", "call site");
+	}
+	for (size_t i = 0; i < m->nr_sites && i < limit; i++) {
+		const struct mem_site *site = &m->sites[rows[i].stack];
+		const char *name = strmap_get(m->site_names, site->name, NULL);
+
+		if (w) {
+			json_object_open(w, NULL);
+			json_add_string(w, "call_site", name);
+			json_add_uint(w, "allocations", site->allocs);
+			json_add_uint(w, "bytes", site->bytes);
+			json_object_close(w);
+			continue;
+		}
+		fprintf(f, "%12" PRIu64 " %12s %10" PRIu64 "  %s\n", site->allocs,
+			mem_human(b1, sizeof(b1), site->bytes),
+			site->allocs ? site->bytes / site->allocs : 0, name);
+	}
+	if (w)
+		json_array_close(w);
+	else if (m->nr_sites > limit)
+		fprintf(f, "%12s (%zu more call sites)\n", "", m->nr_sites - limit);
+	return 0;
+}
+
 /* The stacks whose objects lost their frees, most first, as JSON or text lines. */
 static int lost_free_stacks(const struct memory *m, FILE *f, struct json_writer *w,
 			    const struct memory_view *v)
@@ -790,6 +832,8 @@ int memory_print(struct memory *m, FILE *f, const struct memory_view *v)
 		r = print_end(m, f, w, v);
 	if (r >= 0)
 		r = print_churn(m, f, w, v);
+	if (r >= 0 && m->o.callers)
+		r = print_callers(m, f, w, v);
 	if (r >= 0)
 		r = print_gaps(m, f, w, v);
 	if (w) {

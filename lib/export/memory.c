@@ -25,7 +25,11 @@
 #define FIRST_WIDTH_NS UINT64_C(1000000)	/* 1 ms per point to start */
 #define PAGE_BYTES UINT64_C(4096)
 
-const char *const memory_fields[] = { "ptr", "bytes_alloc", "name", "pfn", "order", NULL };
+/* The field names, compared by address first: sources pass memory_fields' own pointers. */
+static const char F_PTR[] = "ptr", F_BYTES[] = "bytes_alloc", F_NAME[] = "name", F_PFN[] = "pfn",
+		  F_ORDER[] = "order";
+
+const char *const memory_fields[] = { F_PTR, F_BYTES, F_NAME, F_PFN, F_ORDER, NULL };
 
 enum op { OP_NONE, OP_ALLOC, OP_FREE };
 
@@ -39,6 +43,8 @@ struct memory *memory_free(struct memory *m)
 	free(m->stacks);
 	strmap_free(m->keys);
 	strmap_free(m->kind_names);
+	strmap_free(m->site_names);
+	free(m->sites);
 	free(m->objs);
 	free(m->spare);
 	hashtab_done(&m->index);
@@ -67,6 +73,11 @@ struct memory *memory_new(const struct memory_options *o)
 	m->width = FIRST_WIDTH_NS;
 	m->keys = strmap_new();
 	m->kind_names = strmap_new();
+	if (m->o.callers) {
+		m->site_names = strmap_new();
+		if (!m->site_names)
+			return NULL;
+	}
 	m->curve = calloc(m->nr_points, sizeof(*m->curve));
 	if (!m->keys || !m->kind_names || !m->curve)
 		return NULL;
@@ -258,9 +269,13 @@ static void curve_advance(struct memory *m, uint64_t t)
 static bool field_u64(const struct sample *s, const char *name, uint64_t *ret)
 {
 	for (size_t i = 0; i < s->nr_fields; i++)
-		if (streq(s->fields[i].name, name)) {
+		if (s->fields[i].name == name || streq(s->fields[i].name, name)) {
 			char *end;
 
+			if (i < 32 && (s->numeric_fields >> i) & 1) {
+				*ret = s->numbers[i];
+				return true;
+			}
 			errno = 0;
 			*ret = strtoull(s->fields[i].value, &end, 0);
 			return !errno && end != s->fields[i].value && !*end;
@@ -271,7 +286,7 @@ static bool field_u64(const struct sample *s, const char *name, uint64_t *ret)
 static const char *field_str(const struct sample *s, const char *name)
 {
 	for (size_t i = 0; i < s->nr_fields; i++)
-		if (streq(s->fields[i].name, name))
+		if (s->fields[i].name == name || streq(s->fields[i].name, name))
 			return s->fields[i].value;
 	return NULL;
 }
@@ -362,7 +377,7 @@ static int stack_of(struct memory *m, const struct sample *s, uint32_t *ret)
 static int kind_of(struct memory *m, const struct sample *s, int cls, uint64_t bytes,
 		   uint64_t order, uint32_t *ret)
 {
-	const char *name = field_str(s, "name");
+	const char *name = field_str(s, F_NAME);
 	char text[96];
 	size_t idx;
 	int r;
@@ -398,6 +413,30 @@ static int kind_of(struct memory *m, const struct sample *s, int cls, uint64_t b
 	return 0;
 }
 
+/* Count a slab allocation of bytes under the call site of s. */
+static int site_count(struct memory *m, const struct sample *s, uint64_t bytes)
+{
+	const char *name = s->call_site ?: "[unknown]";
+	size_t idx;
+	int r;
+
+	r = strmap_intern(m->site_names, name, strlen(name), &idx);
+	if (r < 0)
+		return r;
+	if (idx == m->nr_sites) {
+		r = budget_charge(&m->charged, strlen(name) + 64, "the call sites");
+		if (r >= 0)
+			r = BUDGET_GREEDY_REALLOC(&m->charged, m->sites, m->cap_sites, m->nr_sites + 1,
+						  "the call sites");
+		if (r < 0)
+			return r;
+		m->sites[m->nr_sites++] = (struct mem_site){ .name = idx };
+	}
+	m->sites[idx].allocs++;
+	m->sites[idx].bytes += bytes;
+	return 0;
+}
+
 static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 {
 	uint64_t key, bytes, order = 0, idx;
@@ -406,12 +445,12 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	int r;
 
 	if (cls == MEM_PAGES) {
-		if (!field_u64(s, "pfn", &key) || key == UINT64_MAX ||
-		    !field_u64(s, "order", &order) || order > 20)
+		if (!field_u64(s, F_PFN, &key) || key == UINT64_MAX ||
+		    !field_u64(s, F_ORDER, &order) || order > 20)
 			return 0;	/* a failed allocation */
 		bytes = PAGE_BYTES << order;
-	} else if (!field_u64(s, "ptr", &key) || key <= 16 ||
-		   !field_u64(s, "bytes_alloc", &bytes)) {
+	} else if (!field_u64(s, F_PTR, &key) || key <= 16 ||
+		   !field_u64(s, F_BYTES, &bytes)) {
 		return 0;		/* failed (NULL), or not of a known format */
 	}
 	m->allocs[cls]++;
@@ -458,6 +497,8 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	r = stack_of(m, s, &o->stack);
 	if (r >= 0)
 		r = kind_of(m, s, cls, bytes, order, &o->kind);
+	if (r >= 0 && m->o.callers && cls == MEM_SLAB)
+		r = site_count(m, s, bytes);
 	if (r < 0) {
 		o->selected = false;
 		return r;
@@ -475,7 +516,7 @@ static int release(struct memory *m, const struct sample *s, int cls, uint64_t t
 	uint64_t key;
 	struct mem_obj *o;
 
-	if (!field_u64(s, cls == MEM_PAGES ? "pfn" : "ptr", &key) || (cls == MEM_SLAB && key <= 16))
+	if (!field_u64(s, cls == MEM_PAGES ? F_PFN : F_PTR, &key) || (cls == MEM_SLAB && key <= 16))
 		return 0;	/* kfree(NULL) */
 	m->frees[cls]++;
 	o = obj_find(m, cls, key, NULL);

@@ -59,6 +59,12 @@ struct memory_options {
 	long pid;		/* -1: all */
 	const char *comm;	/* NULL: all */
 	const char *event;	/* "kmalloc", "kmem:kmalloc", ...; NULL: all */
+	/*
+	 * Count the slab allocations that count by the function of their
+	 * event's call_site field (sample.call_site), as `perf kmem stat
+	 * --caller` does by address: the samples must carry it.
+	 */
+	bool callers;
 };
 
 struct memory;

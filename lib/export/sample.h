@@ -61,6 +61,12 @@ struct sample {
 	const char *call_site;
 	size_t nr_fields;
 	const struct sample_field *fields;
+	/*
+	 * Bit i set: fields[i] is a number, its value numbers[i], so that a
+	 * consumer need not parse the text back (i < 32). 0: none said.
+	 */
+	uint32_t numeric_fields;
+	const uint64_t *numbers;
 
 	/* Filled by client/sample-source.c (zero from other producers): */
 	uint64_t wall_ns;		/* CLOCK_REALTIME of ts, ns; 0: not known */

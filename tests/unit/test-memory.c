@@ -53,6 +53,10 @@ static int feed(struct memory *m, const struct ev *e)
 			    .nr_frames = e->nr, .lost_before = e->lost, .origin = &o,
 			    .fields = fields };
 
+	/* the call_site field's function: the allocator's caller */
+	if (e->bytes && e->nr > 1)
+		s.call_site = e->frames[1].sym;
+
 	snprintf(ptr, sizeof(ptr), "%" PRIu64, e->ptr);
 	snprintf(bytes, sizeof(bytes), "%" PRIu64, e->bytes);
 	fields[s.nr_fields++] = (struct sample_field){ pages ? "pfn" : "ptr", ptr };
@@ -191,6 +195,52 @@ static void test_at(void)
 		CHECK(m2 && m2->moment[MEM_AT].set && m2->moment[MEM_AT].total.objs == 3);
 		CHECK(t && strstr(t, "# at: 2.2 KiB in 3 objects"));
 	}
+}
+
+/*
+ * --callers: the slab allocations that count by call site, as perf kmem
+ * stat --caller counts them (every allocation, freed or not); pages are not
+ * call sites of the slab allocator. Without it, no such table.
+ */
+static void test_callers(void)
+{
+	static const struct ev more[] = {
+		A("kmalloc", 1 * SEC, 0xa000, 1024, st_pipe),
+		A("mm_page_alloc", 1 * SEC + 5, 0x77, 1, st_page),
+		F("kfree", 2 * SEC, 0xa000),
+		A("kmalloc", 3 * SEC, 0xa000, 512, st_pipe),
+		{ "kmalloc", 4 * SEC, 0xc000, 64, NULL, 0, 0, 0, NULL },	/* no call site */
+		{ "kmalloc", 4 * SEC + 1, 0xc100, 64, st_pipe, 3, 200, 0, NULL }, /* not selected */
+	};
+	struct memory_options o = { .pid = 100, .callers = true };
+	_cleanup_(memory_freep) struct memory *m = run(&o, more, ARRAY_SIZE(more));
+	_cleanup_free_ char *json = NULL, *text = NULL, *plain = NULL;
+	struct json_value *doc = NULL;
+	const struct json_value *c;
+
+	if (!m)
+		return;
+	json = print(m, true);
+	text = print(m, false);
+	CHECK(json_parse(json, strlen(json), &doc) == 0);
+	c = doc ? json_get(doc, "callers") : NULL;
+	CHECK_MSG(c && c->nr_items == 2, "%s", json);
+	if (c && c->nr_items == 2) {
+		CHECK(streq(json_get_string(c->items[0], "call_site"), "alloc_pipe_info"));
+		CHECK(json_get(c->items[0], "allocations")->integer == 2);
+		CHECK(json_get(c->items[0], "bytes")->integer == 1536);
+		CHECK(streq(json_get_string(c->items[1], "call_site"), "[unknown]"));
+		CHECK(json_get(c->items[1], "allocations")->integer == 1);
+		CHECK(json_get(c->items[1], "bytes")->integer == 64);
+	}
+	json_value_free(doc);
+	CHECK_MSG(strstr(text, "# slab allocations by call site (2 call sites)\n"), "%s", text);
+	CHECK_MSG(strstr(text, "           2      1.5 KiB        768  alloc_pipe_info\n"), "%s", text);
+	o.callers = false;
+	memory_free(m);
+	m = run(&o, more, ARRAY_SIZE(more));
+	plain = m ? print(m, false) : NULL;
+	CHECK(plain && !strstr(plain, "by call site"));
 }
 
 /* A pointer allocated twice is a lost free; a loss of events makes live bytes uncertain. */
@@ -478,5 +528,6 @@ int main(void)
 	test_long();
 	test_hot_pointer();
 	test_flamegraph_budget();
+	test_callers();
 	return tests_done("test-memory");
 }
