@@ -23,6 +23,7 @@
 #include "csv.h"
 #include "decode.h"
 #include "log.h"
+#include "memory.h"
 #include "sample-source.h"
 #include "selection.h"
 #include "strmap.h"
@@ -33,8 +34,9 @@ static const char export_usage[] =
 	"                          [SEGMENT|DIRECTORY...]\n"
 	"  pprof: OUTPUT is a gzipped profile; csv: OUTPUT is a directory that gets\n"
 	"  events.csv and stacks.csv; trace.dat: a trace-cmd data file; clickhouse: a\n"
-	"  directory that gets events.tsv, stacks.tsv, losses.tsv and loads.tsv, the\n"
-	"  rows of clickhouse/schema.sql (whole segments, no filters)\n"
+	"  directory that gets events.tsv, stacks.tsv, losses.tsv, allocations.tsv,\n"
+	"  frees.tsv and loads.tsv, the rows of clickhouse/schema.sql (whole segments,\n"
+	"  no filters)\n"
 	"  --slice LENGTH  pprof: one profile per slice of wall-clock time (60s, 5min, 1h),\n"
 	"                  host, kernel and event; OUTPUT is a directory\n"
 	"  --pid-cpu-labels  pprof: label each sample with its pid and CPU\n"
@@ -111,7 +113,7 @@ static FILE *open_in(const char *dir, const char *name)
 static int export_clickhouse(struct selection *sel, struct sample_source_options *so,
 			     const char *dir, uint64_t load_id)
 {
-	_cleanup_fclose_ FILE *fe = NULL, *fs = NULL, *fl = NULL, *fd = NULL;
+	_cleanup_fclose_ FILE *fe = NULL, *fs = NULL, *fl = NULL, *fa = NULL, *ff = NULL, *fd = NULL;
 	_cleanup_(ch_export_freep) struct ch_export *c = NULL;
 	int r, ret;
 
@@ -126,12 +128,14 @@ static int export_clickhouse(struct selection *sel, struct sample_source_options
 	fe = open_in(dir, "events.tsv");
 	fs = fe ? open_in(dir, "stacks.tsv") : NULL;
 	fl = fs ? open_in(dir, "losses.tsv") : NULL;
-	fd = fl ? open_in(dir, "loads.tsv") : NULL;
+	fa = fl ? open_in(dir, "allocations.tsv") : NULL;
+	ff = fa ? open_in(dir, "frees.tsv") : NULL;
+	fd = ff ? open_in(dir, "loads.tsv") : NULL;
 	if (!fd) {
 		(void)log_errno(LOG_ERR, -errno, "cannot write into '%s'", dir);
 		return 1;
 	}
-	r = ch_export_new(&(struct ch_files){ fe, fs, fl, fd }, load_id, now_nsec(CLOCK_REALTIME),
+	r = ch_export_new(&(struct ch_files){ fe, fs, fl, fd, fa, ff }, load_id, now_nsec(CLOCK_REALTIME),
 			  &c);
 	for (size_t i = 0; r >= 0 && i < sel->nr_paths; i++) {
 		r = ch_export_add_segment(c, sel->paths[i]);
@@ -145,6 +149,7 @@ static int export_clickhouse(struct selection *sel, struct sample_source_options
 		return 1;
 	}
 	so->orphan_stacks = true;
+	so->fields = memory_fields;	/* the allocations, paired (memory.h) */
 	sel->markers = true;	/* every event, as info counts them: the daemon's markers too */
 	ret = sample_source_run(sel, so, ch_sample, c);
 	if (ret < 0)

@@ -53,6 +53,7 @@ struct pending {
 #define FIELD_SLOTS 64
 struct field_slot {
 	const struct tep_event *event;	/* NULL: empty */
+	uint64_t serial;		/* of its segment: a closed one's event address comes back */
 	struct tep_format_field *fields[SAMPLE_SOURCE_MAX_FIELDS]; /* NULL: the type has none */
 };
 
@@ -60,6 +61,7 @@ struct field_slot {
 #define CALL_SITE_SLOTS 64
 struct call_site_slot {
 	const struct tep_event *event;	/* NULL: empty */
+	uint64_t serial;		/* of its segment, as field_slot's */
 	struct tep_format_field *field;	/* NULL: the type has none */
 };
 
@@ -162,8 +164,9 @@ static void take_call_site(struct source *src, struct pending *p, const struct d
 	if (!ev->event)
 		return;
 	c = &src->call_sites[((uintptr_t)ev->event >> 4) % CALL_SITE_SLOTS];
-	if (c->event != ev->event)
-		*c = (struct call_site_slot){ ev->event, tep_find_field(ev->event, "call_site") };
+	if (c->event != ev->event || c->serial != decoder_segment_serial(ev->seg))
+		*c = (struct call_site_slot){ ev->event, decoder_segment_serial(ev->seg),
+					      tep_find_field(ev->event, "call_site") };
 	if (!c->field || tep_read_number_field(c->field, ev->record->data, &addr) < 0)
 		return;
 	sym = frame_symbol(src, ev, addr);
@@ -199,8 +202,9 @@ static void take_fields(struct source *src, struct pending *p, const struct deco
 	if (!ev->event)
 		return;
 	c = &src->field_slots[((uintptr_t)ev->event >> 4) % FIELD_SLOTS];
-	if (c->event != ev->event) {
-		*c = (struct field_slot){ .event = ev->event };
+	if (c->event != ev->event || c->serial != decoder_segment_serial(ev->seg)) {
+		*c = (struct field_slot){ .event = ev->event,
+					  .serial = decoder_segment_serial(ev->seg) };
 		for (size_t i = 0; i < SAMPLE_SOURCE_MAX_FIELDS && src->o->fields[i]; i++)
 			c->fields[i] = tep_find_field(ev->event, src->o->fields[i]);
 	}

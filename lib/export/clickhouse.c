@@ -5,22 +5,49 @@
  * loads row) is tallied per announced segment (segtally.h) and written at
  * the end, since the samples of two consecutive segments interleave. Strings are written
  * escaped as TabSeparated wants them, arrays as quoted literals.
+ *
+ * Allocations are paired by memory.h's analysis, one per host and boot
+ * (samples of several hosts interleave in time), through its hook: what
+ * the row of an allocation needs besides the pair (its segment, times,
+ * event and stack key) waits in a pool slot, the cookie, until it ends.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "clickhouse.h"
 #include "hashtab.h"
+#include "memory.h"
 #include "segtally.h"
 #include "strmap.h"
+
+/* What an allocation's row needs until it ends. */
+struct ch_alloc {
+	uint32_t seg;			/* in tally.segs */
+	uint32_t event;			/* in ch_export.events */
+	uint64_t ts, wall, stack_key;
+};
 
 struct ch_export {
 	struct ch_files f;		/* borrowed */
 	uint64_t load_id, loaded_ns;
 	struct segtally tally;
 	struct strmap *stacks;		/* keys written, 8 bytes each */
+
+	struct memory_hook hook;
+	struct strmap *boots;		/* "host\nboot_id" -> its analysis in mems */
+	struct memory **mems;
+	size_t cap_mems;
+	struct strmap *events;		/* allocation event names */
+	struct ch_alloc *allocs;	/* pool, indexed by cookie */
+	size_t nr_allocs, cap_allocs;
+	uint32_t *spare;		/* free slots of allocs */
+	size_t nr_spare, cap_spare;
+	size_t charged;			/* budget, of allocs and spare */
+	uint32_t cur_seg;		/* the segment of the sample being added */
+	uint64_t cur_key;		/* its stack key */
 };
 
 struct ch_export *ch_export_free(struct ch_export *c)
@@ -29,9 +56,21 @@ struct ch_export *ch_export_free(struct ch_export *c)
 		return NULL;
 	segtally_done(&c->tally);
 	strmap_free(c->stacks);
+	for (size_t i = 0; c->boots && i < strmap_size(c->boots) && i < c->cap_mems; i++)
+		memory_free(c->mems[i]);
+	free(c->mems);
+	strmap_free(c->boots);
+	strmap_free(c->events);
+	free(c->allocs);
+	free(c->spare);
+	budget_release_all(&c->charged);
 	free(c);
 	return NULL;
 }
+
+static int hook_alloc(const struct sample *s, void *userdata, uint64_t *ret_cookie);
+static int hook_pair(const struct memory_pair *p, void *userdata);
+static int hook_unknown_free(const struct sample *s, bool pages, uint64_t key, void *userdata);
 
 int ch_export_new(const struct ch_files *files, uint64_t load_id, uint64_t loaded_ns,
 		  struct ch_export **ret)
@@ -41,8 +80,12 @@ int ch_export_new(const struct ch_files *files, uint64_t load_id, uint64_t loade
 	if (!c)
 		return -ENOMEM;
 	c->stacks = strmap_new();
-	if (!c->stacks)
+	c->boots = strmap_new();
+	c->events = strmap_new();
+	if (!c->stacks || !c->boots || !c->events)
 		return -ENOMEM;
+	c->hook = (struct memory_hook){ .alloc = hook_alloc, .pair = hook_pair,
+					.unknown_free = hook_unknown_free, .userdata = c };
 	segtally_init(&c->tally);
 	c->f = *files;
 	c->load_id = load_id;
@@ -136,6 +179,122 @@ static int put_stack(struct ch_export *c, uint64_t key, const struct sample_fram
 	return file_error(c->f.stacks);
 }
 
+/* The row of a free in frees.tsv: of segment seg, s the freeing sample. */
+static int put_free(struct ch_export *c, uint32_t seg, bool pages, uint64_t key,
+		    const struct sample *s)
+{
+	const struct segtally_segment *g = &c->tally.segs[seg];
+	FILE *f = c->f.frees;
+
+	put_field(f, g->host);
+	fputc('\t', f);
+	put_field(f, g->boot_id);
+	fputc('\t', f);
+	put_field(f, g->recording_id);
+	fprintf(f, "\t%" PRIu64 "\t%" PRIu64 "\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		g->seq, c->load_id, pages ? "page" : "slab", key, s->wall_ns, s->ts);
+	return file_error(f);
+}
+
+static int hook_alloc(const struct sample *s, void *userdata, uint64_t *ret_cookie)
+{
+	struct ch_export *c = userdata;
+	size_t idx, ev;
+	int r;
+
+	r = strmap_intern(c->events, s->event, strlen(s->event), &ev);
+	if (r < 0)
+		return r;
+	if (c->nr_spare) {
+		idx = c->spare[--c->nr_spare];
+	} else {
+		if (c->nr_allocs >= UINT32_MAX)
+			return -E2BIG;
+		r = BUDGET_GREEDY_REALLOC(&c->charged, c->allocs, c->cap_allocs, c->nr_allocs + 1,
+					  "the live allocations");
+		if (r < 0)
+			return r;
+		idx = c->nr_allocs++;
+	}
+	c->allocs[idx] = (struct ch_alloc){ .seg = c->cur_seg, .event = (uint32_t)ev, .ts = s->ts,
+					    .wall = s->wall_ns, .stack_key = c->cur_key };
+	*ret_cookie = idx;
+	return 0;
+}
+
+static int hook_pair(const struct memory_pair *p, void *userdata)
+{
+	static const char *const ends[MEMORY_END_MAX] = {
+		[MEMORY_FREED] = "free", [MEMORY_FREE_LOST] = "lost", [MEMORY_LIVE] = "live",
+	};
+	struct ch_export *c = userdata;
+	const struct ch_alloc *a = &c->allocs[p->cookie];
+	const struct segtally_segment *g = &c->tally.segs[a->seg];
+	FILE *f = c->f.allocations;
+	int r;
+
+	put_field(f, g->host);
+	fputc('\t', f);
+	put_field(f, g->boot_id);
+	fputc('\t', f);
+	put_field(f, g->recording_id);
+	fprintf(f, "\t%" PRIu64 "\t%" PRIu64 "\t%s\t", g->seq, c->load_id,
+		p->pages ? "page" : "slab");
+	put_field(f, p->kind ?: "");
+	fputc('\t', f);
+	put_field(f, strmap_get(c->events, a->event, NULL));
+	fprintf(f, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%s\t", p->key, p->bytes,
+		a->wall, a->ts, ends[p->end]);
+	if (p->end_sample)
+		fprintf(f, "%" PRIu64 "\t%" PRIu64, p->end_sample->wall_ns, p->end_sample->ts);
+	else
+		fputs("\\N\t\\N", f);
+	fprintf(f, "\t%" PRIu64 "\n", a->stack_key);
+	r = file_error(f);
+	/* a free of another segment's allocation: also a row of its own, for the views */
+	if (r >= 0 && p->end == MEMORY_FREED && a->seg != c->cur_seg)
+		r = put_free(c, c->cur_seg, p->pages, p->key, p->end_sample);
+	if (r < 0)
+		return r;
+	r = BUDGET_GREEDY_REALLOC(&c->charged, c->spare, c->cap_spare, c->nr_spare + 1,
+				  "the live allocations");
+	if (r < 0)
+		return r;
+	c->spare[c->nr_spare++] = (uint32_t)p->cookie;
+	return 0;
+}
+
+static int hook_unknown_free(const struct sample *s, bool pages, uint64_t key, void *userdata)
+{
+	struct ch_export *c = userdata;
+
+	return put_free(c, c->cur_seg, pages, key, s);
+}
+
+/* Pair the allocations and frees of s, in the analysis of its host and boot. */
+static int add_memory(struct ch_export *c, const struct segtally_segment *seg,
+		      const struct sample *s)
+{
+	_cleanup_free_ char *name = NULL;
+	size_t idx;
+	int r;
+
+	if (strprintf(&name, "%s\n%s", seg->host, seg->boot_id) < 0)
+		return -ENOMEM;
+	r = strmap_intern(c->boots, name, strlen(name), &idx);
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		if (GREEDY_REALLOC(c->mems, c->cap_mems, idx + 1) < 0)
+			return -ENOMEM;	/* the name stays without its analysis: the export fails */
+		c->mems[idx] = memory_new(&(struct memory_options){ .pid = -1, .hook = &c->hook });
+	}
+	if (idx >= c->cap_mems || !c->mems[idx])
+		return -ENOMEM;
+	c->cur_seg = (uint32_t)(seg - c->tally.segs);
+	return memory_add(c->mems[idx], s);
+}
+
 int ch_export_add_segment(struct ch_export *c, const char *path)
 {
 	return segtally_add_segment(&c->tally, path);
@@ -152,6 +311,9 @@ int ch_export_add(struct ch_export *c, const struct sample *s)
 	r = segtally_add(&c->tally, s, entries, &seg);
 	if (r >= 0)
 		r = put_stack(c, key, s->frames, s->nr_frames);
+	c->cur_key = key;
+	if (r >= 0)
+		r = add_memory(c, seg, s);
 	if (r < 0)
 		return r;
 	put_field(f, seg->host);
@@ -225,6 +387,8 @@ int ch_export_finish(struct ch_export *c)
 {
 	int r = 0;
 
+	for (size_t i = 0; r >= 0 && i < strmap_size(c->boots); i++)
+		r = i < c->cap_mems && c->mems[i] ? memory_end_live(c->mems[i]) : -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < c->tally.nr_segs; i++) {
 		uint64_t lost;
 
@@ -235,8 +399,9 @@ int ch_export_finish(struct ch_export *c)
 	if (r < 0)
 		return r;
 	/* the loads rows last: a loader that inserts them last commits the rest */
-	for (FILE **f = (FILE *[]){ c->f.events, c->f.stacks, c->f.losses, c->f.loads, NULL }; *f;
-	     f++)
+	for (FILE **f = (FILE *[]){ c->f.events, c->f.stacks, c->f.losses, c->f.allocations,
+				    c->f.frees, c->f.loads, NULL };
+	     *f; f++)
 		if (fflush(*f) != 0 || ferror(*f))
 			return errno > 0 ? -errno : -EIO;
 	return 0;

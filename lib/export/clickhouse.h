@@ -13,6 +13,20 @@
  *               lost_unknown begin_ns end_ns begin_ts end_ts
  *   loads.tsv   load_id loaded_ns host boot_id recording_id segment_seq
  *               kernel path bytes events entries lost begin_ns end_ns
+ *   allocations.tsv  host boot_id recording_id segment_seq load_id allocator
+ *               kind event ptr bytes alloc_ns alloc_ts ended free_ns free_ts
+ *               stack_key
+ *   frees.tsv   host boot_id recording_id segment_seq load_id allocator ptr
+ *               free_ns free_ts
+ *
+ * The allocations are paired with their frees by the memory analysis
+ * (memory.h), one per host and boot, over the export's samples: one row
+ * per allocation, in its segment, ended 'free' (free_ns: its free),
+ * 'lost' (free_ns: the pointer allocated again, no free seen between) or
+ * 'live' (free_ns \N: no end in this export). A free goes to frees.tsv
+ * when its allocation is in another segment or was not read, so that a
+ * view can pair what crosses segments whichever loads hold them
+ * (clickhouse/schema.sql, doc/fleet.md).
  *
  * A stack's key is the 64-bit FNV-1a hash of its frames' function names
  * (an address when a frame has none), innermost first, each followed by
@@ -35,9 +49,9 @@
 #include "sample.h"
 #include "util.h"
 
-/* The four output files, borrowed. */
+/* The output files, borrowed. */
 struct ch_files {
-	FILE *events, *stacks, *losses, *loads;
+	FILE *events, *stacks, *losses, *loads, *allocations, *frees;
 };
 
 struct ch_export;
@@ -69,7 +83,10 @@ int ch_export_add_segment(struct ch_export *c, const char *path);
  */
 int ch_export_add(struct ch_export *c, const struct sample *s);
 
-/* Write the losses and loads rows and flush every file. Returns 0 or -errno. */
+/*
+ * Write the allocations still live, the losses and loads rows, and flush
+ * every file. Returns 0 or -errno.
+ */
 int ch_export_finish(struct ch_export *c);
 
 /* The stack key of n frames (innermost first), as described above. */

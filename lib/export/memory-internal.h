@@ -66,6 +66,7 @@ struct mem_obj {
 	uint64_t key;			/* pointer or pfn */
 	uint64_t t;			/* allocated at */
 	uint64_t bytes;
+	uint64_t cookie;		/* the hook's, if any */
 	uint32_t stack, kind;
 	uint8_t cls;
 	bool live, selected;

@@ -203,6 +203,21 @@ void mem_moment_set(struct memory *m, int k)
 				   .uncertain = m->uncertain, .version = mo->version + 1 };
 }
 
+/* Tell the hook, if any, that the selected o ended so (by s, NULL when live). */
+static int tell_end(struct memory *m, const struct mem_obj *o, enum memory_end end,
+		    const struct sample *s)
+{
+	const struct memory_hook *h = m->o.hook;
+	struct memory_pair p;
+
+	if (!h || !h->pair || !o->selected)
+		return 0;
+	p = (struct memory_pair){ .end = end, .end_sample = s, .pages = o->cls == MEM_PAGES,
+				  .key = o->key, .bytes = o->bytes, .cookie = o->cookie,
+				  .kind = strmap_get(m->kind_names, m->kinds[o->kind].name, NULL) };
+	return h->pair(&p, h->userdata);
+}
+
 /* Take o out of the live set: freed at t (freed), or its free was lost. */
 static int obj_remove(struct memory *m, struct mem_obj *o, uint64_t t, bool freed)
 {
@@ -462,7 +477,9 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 			m->lost_free_bytes += o->bytes;
 			m->stacks[o->stack].lost_frees++;
 		}
-		r = obj_remove(m, o, t, false);
+		r = tell_end(m, o, MEMORY_FREE_LOST, s);
+		if (r >= 0)
+			r = obj_remove(m, o, t, false);
 		if (r < 0)
 			return r;
 	}
@@ -508,6 +525,8 @@ static int alloc(struct memory *m, const struct sample *s, int cls, uint64_t t)
 	account(m, o, 1);
 	if (m->total.bytes > m->moment[MEM_PEAK].total.bytes || !m->moment[MEM_PEAK].set)
 		mem_moment_set(m, MEM_PEAK);
+	if (m->o.hook && m->o.hook->alloc)
+		return m->o.hook->alloc(s, m->o.hook->userdata, &o->cookie);
 	return 0;
 }
 
@@ -515,6 +534,7 @@ static int release(struct memory *m, const struct sample *s, int cls, uint64_t t
 {
 	uint64_t key;
 	struct mem_obj *o;
+	int r;
 
 	if (!field_u64(s, cls == MEM_PAGES ? F_PFN : F_PTR, &key) || (cls == MEM_SLAB && key <= 16))
 		return 0;	/* kfree(NULL) */
@@ -522,8 +542,14 @@ static int release(struct memory *m, const struct sample *s, int cls, uint64_t t
 	o = obj_find(m, cls, key, NULL);
 	if (!o) {
 		m->unknown_frees[cls]++;	/* allocated before what was read */
+		if (m->o.hook && m->o.hook->unknown_free)
+			return m->o.hook->unknown_free(s, cls == MEM_PAGES, key,
+						       m->o.hook->userdata);
 		return 0;
 	}
+	r = tell_end(m, o, MEMORY_FREED, s);
+	if (r < 0)
+		return r;
 	return obj_remove(m, o, t, true);
 }
 
@@ -591,7 +617,9 @@ static int new_boot(struct memory *m)
 			m->dropped_objs++;
 			m->dropped_bytes += o->bytes;
 		}
-		r = obj_remove(m, o, m->t_last, false);
+		r = tell_end(m, o, MEMORY_LIVE, NULL);
+		if (r >= 0)
+			r = obj_remove(m, o, m->t_last, false);
 		if (r < 0)
 			return r;
 	}
@@ -685,6 +713,21 @@ int memory_add(struct memory *m, const struct sample *s)
 	default:
 		return 0;
 	}
+}
+
+int memory_end_live(struct memory *m)
+{
+	assert(m);
+	for (size_t i = 0; i < m->nr_objs; i++) {
+		int r;
+
+		if (!m->objs[i].live)
+			continue;
+		r = tell_end(m, &m->objs[i], MEMORY_LIVE, NULL);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 uint64_t memory_allocations(const struct memory *m)

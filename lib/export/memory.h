@@ -65,6 +65,42 @@ struct memory_options {
 	 * --caller` does by address: the samples must carry it.
 	 */
 	bool callers;
+	/* Optional: told of every selected allocation and its end (struct memory_hook). */
+	const struct memory_hook *hook;
+};
+
+/* How an allocation told to a struct memory_hook ended. */
+enum memory_end {
+	MEMORY_FREED,		/* by end, its free */
+	MEMORY_FREE_LOST,	/* by end, an allocation of the same pointer or pfn: no free between */
+	MEMORY_LIVE,		/* not freed: live at the end, or at its boot's end (end_sample NULL) */
+	MEMORY_END_MAX
+};
+
+/* An allocation as it ends (for struct memory_hook). */
+struct memory_pair {
+	enum memory_end end;
+	const struct sample *end_sample;	/* borrowed; NULL for MEMORY_LIVE */
+	bool pages;				/* a page allocation; else slab */
+	uint64_t key;				/* its pointer or pfn */
+	uint64_t bytes;
+	const char *kind;			/* cache name, kmalloc-SIZE, pages-orderN (borrowed) */
+	uint64_t cookie;			/* what the hook's alloc() returned for it */
+};
+
+/*
+ * The pairs as memory_add() makes them, for an exporter. Only selected
+ * allocations (pid, comm, event) are told; frees are paired whatever
+ * those say. Each hook's negative return stops memory_add() with it.
+ */
+struct memory_hook {
+	/* Allocation s (borrowed) is taken; *ret_cookie comes back with its end. */
+	int (*alloc)(const struct sample *s, void *userdata, uint64_t *ret_cookie);
+	/* It ended (or is still live at its boot's end, or at memory_end_live()). */
+	int (*pair)(const struct memory_pair *p, void *userdata);
+	/* Free s (borrowed) of an allocation not seen (allocated before what was read). */
+	int (*unknown_free)(const struct sample *s, bool pages, uint64_t key, void *userdata);
+	void *userdata;
 };
 
 struct memory;
@@ -105,6 +141,12 @@ enum memory_verdict {
 
 /* After the last sample: whether the input can be analysed. */
 enum memory_verdict memory_check(const struct memory *m);
+
+/*
+ * After the last sample, once: tell the hook of every selected allocation still
+ * live (MEMORY_LIVE). Returns 0, or the hook's negative return.
+ */
+int memory_end_live(struct memory *m);
 
 /* Allocation events read (whether or not they passed the filters). */
 uint64_t memory_allocations(const struct memory *m);

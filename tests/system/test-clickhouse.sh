@@ -15,6 +15,12 @@
 #     shard holds some hosts;
 #   - the top 10 stacks of kmem_cache_alloc in a wall-clock window equal
 #     `stackmapctl top` on the same files and window;
+#   - the cookbook's memory queries (the allocations paired with their
+#     frees, across segments and loads) answer as `stackmapctl memory
+#     --json` on the same files: each host's peak bytes and the top stack
+#     at it, and fleet-a's top stack at a moment (--at); again after a
+#     segment of a batch is loaded alone, and after every segment is
+#     loaded again in other batches;
 #   - after each of these, every host's entries and lost events still
 #     equal `stackmapctl info`: one segment of a batch loaded again
 #     (--force), a segment a device sent again, a loader stopped between
@@ -58,10 +64,12 @@ record() {
 	write_config "$tmp/$host.conf" <<EOF
 [trace]
 instance = $inst
-events = kmem:kmem_cache_alloc kmem:kmalloc sched:sched_switch
+events = kmem:kmem_cache_alloc kmem:kmalloc kmem:kmem_cache_free kmem:kfree sched:sched_switch
 stacktrace = kmem:kmem_cache_alloc kmem:kmalloc
 filter.kmem:kmem_cache_alloc = COMM == "$load_comm"
 filter.kmem:kmalloc = COMM == "$load_comm"
+filter.kmem:kmem_cache_free = COMM == "$load_comm"
+filter.kmem:kfree = COMM == "$load_comm"
 filter.sched:sched_switch = COMM == "$load_comm"
 buffer_size = $buffer
 [archive]
@@ -75,6 +83,8 @@ EOF
 	export SM_HOST=$host SM_BOOT=$tmp/boot.$host
 	STACKMAPD=$tmp/stackmapd-as start_daemon "$tmp/$host.conf" "$tmp/daemon.$host.$run.log"
 	"$tmp/$load_comm" -j 1 -t 1.2 -r 1500 -q
+	# pipes held a moment: a peak of live memory with a stack of its own
+	"$tmp/$load_comm" -H 200 -t 0.3 > /dev/null
 	if [ "${3:-}" = lose ]; then
 		kill -STOP "$DAEMON_PID"
 		"$tmp/$load_comm" -j 1 -t 0.4 -q
@@ -159,6 +169,68 @@ check_counts() {
 	done
 }
 check_counts "first load"
+
+iso() { python3 -c 'import sys, time; n = int(sys.argv[1]); print(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(n // 10**9)) + ".%09d" % (n % 10**9))' "$1"; }
+
+# ---- live kernel memory: the cookbook's queries against stackmapctl memory ----
+# cookbook_query NAME: the query of doc/fleet.md whose first line is "-- memory: NAME"
+cookbook_query() {
+	python3 - "$top_srcdir/doc/fleet.md" "$1" <<'EOF'
+import re, sys
+for q in re.findall(r"```sql\n(.*?)```", open(sys.argv[1]).read(), re.S):
+    if q.startswith("-- memory: %s\n" % sys.argv[2]):
+        print(q, end="")
+        sys.exit(0)
+sys.exit("no cookbook query '-- memory: %s'" % sys.argv[2])
+EOF
+}
+cookbook_query "each host's peak" > "$tmp/q-peak.sql" &&
+	cookbook_query "the stacks at each host's peak" > "$tmp/q-peak-stacks.sql" &&
+	cookbook_query "live bytes by stack at a moment" > "$tmp/q-at.sql" ||
+	fail "the memory queries are missing from the cookbook"
+# memory's figures as the queries print them: HOST BYTES, then HOST BYTES
+# EVENT STACK of the top stack (of the peak, or of the --at moment)
+mem_figures() {
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)[sys.argv[2]]
+s = d["stacks"][0]
+print("%s\t%d" % (sys.argv[1], d["bytes"]))
+print("%s\t%d\t%s\t%s" % (sys.argv[1], s["bytes"], s["event"], " <- ".join(s["frames"])))' "$@"
+}
+: > "$tmp/mem-want"
+for h in fleet-a fleet-b fleet-c; do
+	"$STACKMAPCTL" memory --json "$tmp/archive/$h"/*.smseg > "$tmp/mem.$h.json" ||
+		fail "stackmapctl memory failed on $h"
+	mem_figures "$h" peak < "$tmp/mem.$h.json" >> "$tmp/mem-want" || fail "$h: memory found no peak"
+done
+# a moment in fleet-a's span: for memory --at, and in ns for the query
+read -r lo hi < <(chq 1 "SELECT min(alloc_ns), max(alloc_ns) FROM stackmapd.fleet_allocations
+	WHERE host = 'fleet-a'")
+at_ns=$((lo + (hi - lo) / 2))
+"$STACKMAPCTL" memory --json --at "$(iso $at_ns)" "$tmp/archive/fleet-a"/*.smseg |
+	mem_figures fleet-a at > "$tmp/mem-at-want" || fail "memory --at failed on fleet-a"
+sed "s/toUInt64(toDateTime('[^']*')) \* 1000000000 AS at_ns/toUInt64($at_ns) AS at_ns/g" \
+	"$tmp/q-at.sql" > "$tmp/q-at-fleet-a.sql"
+grep -q "toUInt64($at_ns) AS at_ns" "$tmp/q-at-fleet-a.sql" || fail "no moment to set in the --at query"
+# check_memory LABEL: the queries' answers equal memory's (the queries on both servers)
+check_memory() {
+	clickhouse-client --port "${CH_TCP[1]}" --multiquery < "$tmp/q-peak.sql" > "$tmp/ch-peak" &&
+		clickhouse-client --port "${CH_TCP[2]}" --multiquery < "$tmp/q-peak-stacks.sql" \
+			> "$tmp/ch-peak-stacks" &&
+		clickhouse-client --port "${CH_TCP[1]}" --multiquery < "$tmp/q-at-fleet-a.sql" \
+			> "$tmp/ch-at" || fail "$1: a memory query failed"
+	awk -F '\t' -v OFS='\t' 'NR == FNR { print $1, $3; next }
+		!seen[$1]++ { print $1, $4, $3, $6 }' "$tmp/ch-peak" "$tmp/ch-peak-stacks" |
+		sort > "$tmp/mem-got"
+	sort "$tmp/mem-want" | cmp -s - "$tmp/mem-got" ||
+		fail "$1: ClickHouse's peaks differ from stackmapctl memory's: $(sort "$tmp/mem-want" | diff - "$tmp/mem-got" | head -c 3000)"
+	got=$(awk -F '\t' -v OFS='\t' 'NR == 1 { print $1, $3, $2, $5 }' "$tmp/ch-at")
+	[ "$(sed -n 2p "$tmp/mem-at-want")" = "$got" ] ||
+		fail "$1: at $(iso $at_ns), ClickHouse's top stack is '$got', memory's '$(sed -n 2p "$tmp/mem-at-want")'"
+}
+check_memory "first load"
+note "memory: each host's peak and its top stack, and fleet-a's top stack at $(iso $at_ns), equal stackmapctl memory's ($(awk -F '\t' 'NF == 2 { printf "%s %s B ", $1, $2 }' "$tmp/mem-want"))"
 read -r lost_c < <(chq 1 "SELECT sum(lost) FROM stackmapd.fleet_losses WHERE host = 'fleet-c'")
 [ "$lost_c" -gt 0 ] || fail "fleet-c lost nothing: the test forced no loss"
 [ "$(chq 1 "SELECT uniqExact(boot_id) FROM stackmapd.fleet_events WHERE host = 'fleet-b'")" = 2 ] ||
@@ -180,7 +252,6 @@ read -r lo hi < <(chq 1 "SELECT min(wall_ns), max(wall_ns) FROM stackmapd.fleet_
 	WHERE host = 'fleet-a' AND event = 'kmem_cache_alloc'")
 since=$((lo + (hi - lo) / 4))
 until=$((lo + (hi - lo) * 3 / 4))
-iso() { python3 -c 'import sys, time; n = int(sys.argv[1]); print(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(n // 10**9)) + ".%09d" % (n % 10**9))' "$1"; }
 chq 2 "SELECT c, arrayStringConcat(frames, ' <- ') AS k
 	FROM (SELECT stack_key, count() AS c FROM stackmapd.fleet_events
 	      WHERE event = 'kmem_cache_alloc' AND wall_ns BETWEEN $since AND $until GROUP BY stack_key)
@@ -203,6 +274,7 @@ loader --force "${segs[1]}" 2> "$tmp/load-one.log" || { cat "$tmp/load-one.log";
 [ "$(chq 1 "SELECT count() FROM stackmapd.fleet_loads WHERE host = 'fleet-b'")" -gt ${#segs[@]} ] ||
 	fail "the segment was not loaded again"
 check_counts "one segment of a batch loaded again"
+check_memory "one segment of a batch loaded again"
 
 # a segment a device sent again (its answer was lost) that verify cannot
 # read at first (an I/O error): left for the next run, then loaded
@@ -268,6 +340,7 @@ rc=0
 STACKMAPD_LOAD_CRASH_AFTER=events loader --force "$tmp"/archive/fleet-c/*.smseg 2> "$tmp/load4.log" || rc=$?
 [ $rc = 3 ] || { cat "$tmp/load4.log"; fail "the interrupted load exited with $rc"; }
 check_counts "after an interrupted load"
+check_memory "after loading every segment again and an interrupted load"
 raw2=$(( $(chq 1 "SELECT count() FROM stackmapd.events") + $(chq 2 "SELECT count() FROM stackmapd.events") ))
 [ "$raw2" -gt "$raw" ] || fail "the interrupted load inserted nothing: the test proves nothing"
 [ "$(chq 1 "SELECT count() FROM stackmapd.fleet_events")" = "$total" ] ||

@@ -6,7 +6,8 @@
  * each stack once, TabSeparated escaping, entries, losses from the index
  * (with a CPU's wall-clock span) and the loads row; a recovered segment's
  * losses from its pages and its write outage's STATS (in info too); the
- * loss rows of a segment of 8192 CPUs in one pass.
+ * loss rows of a segment of 8192 CPUs in one pass; allocations paired with
+ * their frees, and the frees rows of what crosses a segment.
  */
 #include "clickhouse.h"
 #include "helpers.h"
@@ -52,6 +53,14 @@ static char *slurp_file(FILE *f)
 	return s;
 }
 
+static void close_files(struct ch_files *f)
+{
+	for (FILE **p = (FILE *[]){ f->events, f->stacks, f->losses, f->loads, f->allocations,
+				    f->frees, NULL };
+	     *p; p++)
+		fclose(*p);
+}
+
 static size_t count_lines(const char *s)
 {
 	size_t n = 0;
@@ -82,12 +91,14 @@ static void test_rows(void)
 {
 	_cleanup_free_ char *path = write_segment(), *ev = NULL, *st = NULL, *lo = NULL, *ld = NULL;
 	struct sample_origin origin = { .path = path, .serial = 5 };
-	struct ch_files files = { tmpfile(), tmpfile(), tmpfile(), tmpfile() };
+	struct ch_files files = { tmpfile(), tmpfile(), tmpfile(), tmpfile(), tmpfile(),
+				  tmpfile() };
 	struct sample s = test_samples[0];
 	struct ch_export *c = NULL;
 	char want[512];
 
-	CHECK(files.events && files.stacks && files.losses && files.loads);
+	CHECK(files.events && files.stacks && files.losses && files.loads && files.allocations &&
+	      files.frees);
 	CHECK(ch_export_new(&files, 77, 99, &c) == 0);
 	/* a sample of a segment not announced */
 	s.origin = &origin;
@@ -129,10 +140,7 @@ static void test_rows(void)
 	CHECK_MSG(!strncmp(ld, want, strlen(want)), "%s", ld);
 	CHECK_MSG(strstr(ld, "\t9\t17\t7\t1700000001000000000\t1700000001000007000\n"), "%s", ld);
 	ch_export_free(c);
-	fclose(files.events);
-	fclose(files.stacks);
-	fclose(files.losses);
-	fclose(files.loads);
+	close_files(&files);
 }
 
 /* The losses and loads rows of an export of samples of the segment at path. */
@@ -140,10 +148,12 @@ static void export_rows(const char *path, const struct sample *samples, size_t n
 			char **ret_loads)
 {
 	struct sample_origin origin = { .path = path, .serial = 9 };
-	struct ch_files files = { tmpfile(), tmpfile(), tmpfile(), tmpfile() };
+	struct ch_files files = { tmpfile(), tmpfile(), tmpfile(), tmpfile(), tmpfile(),
+				  tmpfile() };
 	struct ch_export *c = NULL;
 
-	CHECK(files.events && files.stacks && files.losses && files.loads);
+	CHECK(files.events && files.stacks && files.losses && files.loads && files.allocations &&
+	      files.frees);
 	CHECK(ch_export_new(&files, 78, 99, &c) == 0);
 	CHECK(ch_export_add_segment(c, path) == 0);
 	for (size_t i = 0; i < n; i++) {
@@ -156,10 +166,7 @@ static void export_rows(const char *path, const struct sample *samples, size_t n
 	*ret_losses = slurp_file(files.losses);
 	*ret_loads = slurp_file(files.loads);
 	ch_export_free(c);
-	fclose(files.events);
-	fclose(files.stacks);
-	fclose(files.losses);
-	fclose(files.loads);
+	close_files(&files);
 }
 
 /* `stackmapctl info --json path` (with $STACKMAPCTL, as make check sets it): its lost_events. */
@@ -263,6 +270,92 @@ static void test_many_cpus(void)
 	free(samples);
 }
 
+/* A finished segment of host h, boot b00t, of sequence number seq, without losses. */
+static char *write_plain_segment(const char *name, unsigned int seq)
+{
+	char meta[256];
+	struct segment_cpu_index cpus[1] = { { .cpu = 0, .events = 4 } };
+	struct segment_index idx = { .nr_cpus = 1, .cpus = cpus };
+	struct segment_writer *w = NULL;
+	char *path = NULL;
+
+	(void)snprintf(meta, sizeof(meta), "hostname=h\nboot_id=b00t\nrecording_id=rec1\n"
+		       "kernel_release=6.12.58\nsegment_seq=%u\n", seq);
+	CHECK(segment_writer_open(tmpdir, name, &w) == 0);
+	CHECK(segment_writer_append(w, SEGMENT_REC_META, SEGMENT_NO_CPU, meta, strlen(meta), 0,
+				    NULL) == 0);
+	CHECK(segment_writer_finish(w, &idx, false, &path) == 0);
+	return path;
+}
+
+/*
+ * Allocations of two segments: one freed in its own segment (no frees
+ * row), one freed in the next (a frees row there), a free of an
+ * allocation not read (a frees row), a pointer allocated twice without a
+ * free between ('lost'), and one still live at the end ('live', NULL).
+ */
+static void test_allocations(void)
+{
+	_cleanup_free_ char *pa = write_plain_segment("00000050-20261201T000000", 50);
+	_cleanup_free_ char *pb = write_plain_segment("00000051-20261201T000001", 51);
+	_cleanup_free_ char *al = NULL, *fr = NULL;
+	struct sample_origin oa = { .path = pa, .host = "h", .boot_id = "b00t", .recording_id = "rec1",
+				    .serial = 1 };
+	struct sample_origin ob = { .path = pb, .host = "h", .boot_id = "b00t", .recording_id = "rec1",
+				    .serial = 2 };
+	struct ch_files files = { tmpfile(), tmpfile(), tmpfile(), tmpfile(), tmpfile(),
+				  tmpfile() };
+	static const struct {
+		const char *event, *ptr;
+		bool b;			/* of the second segment */
+	} evs[] = {
+		{ "kmalloc", "4096", false },	{ "kfree", "4096", false },
+		{ "kmalloc", "8192", false },	{ "kfree", "0", false },
+		{ "kfree", "8192", true },	{ "kfree", "12288", true },
+		{ "kmalloc", "16384", true },	{ "kmalloc", "16384", true },
+	};
+	struct ch_export *c = NULL;
+	char want[512];
+
+	CHECK(files.events && files.stacks && files.losses && files.loads && files.allocations &&
+	      files.frees);
+	CHECK(ch_export_new(&files, 79, 99, &c) == 0);
+	CHECK(ch_export_add_segment(c, pa) == 0);
+	CHECK(ch_export_add_segment(c, pb) == 0);
+	for (size_t i = 0; i < ARRAY_SIZE(evs); i++) {
+		struct sample_field f[] = { { "ptr", evs[i].ptr }, { "bytes_alloc", "64" } };
+		struct sample s = { .event = evs[i].event, .system = "kmem", .ts = 1000 * (i + 1),
+				    .wall_ns = 5000000 + 1000 * (i + 1), .comm = "x",
+				    .origin = evs[i].b ? &ob : &oa, .fields = f,
+				    .nr_fields = startswith(evs[i].event, "kmalloc") ? 2 : 1 };
+
+		if (startswith(evs[i].event, "kmalloc")) {
+			s.frames = stack_open;
+			s.nr_frames = ARRAY_SIZE(stack_open);
+		}
+		CHECK(ch_export_add(c, &s) == 0);
+	}
+	CHECK(ch_export_finish(c) == 0);
+	al = slurp_file(files.allocations);
+	fr = slurp_file(files.frees);
+	CHECK_MSG(count_lines(al) == 4, "%s", al);
+	(void)snprintf(want, sizeof(want),
+		       "h\tb00t\trec1\t50\t79\tslab\tkmalloc-64\tkmalloc\t4096\t64\t5001000\t1000\t"
+		       "free\t5002000\t2000\t%" PRIu64 "\n", ch_stack_key(stack_open, 3));
+	CHECK_MSG(strstr(al, want), "%s", al);
+	CHECK_MSG(strstr(al, "\t50\t79\tslab\tkmalloc-64\tkmalloc\t8192\t64\t5003000\t3000\t"
+			     "free\t5005000\t5000\t"), "%s", al);
+	CHECK_MSG(strstr(al, "\t51\t79\tslab\tkmalloc-64\tkmalloc\t16384\t64\t5007000\t7000\t"
+			     "lost\t5008000\t8000\t"), "%s", al);
+	CHECK_MSG(strstr(al, "\t51\t79\tslab\tkmalloc-64\tkmalloc\t16384\t64\t5008000\t8000\t"
+			     "live\t\\N\t\\N\t"), "%s", al);
+	/* the free of the first segment's allocation, and the free of one not read; not kfree(NULL) */
+	CHECK_MSG(streq(fr, "h\tb00t\trec1\t51\t79\tslab\t8192\t5005000\t5000\n"
+			    "h\tb00t\trec1\t51\t79\tslab\t12288\t5006000\t6000\n"), "%s", fr);
+	ch_export_free(c);
+	close_files(&files);
+}
+
 int main(void)
 {
 	tmpdir = test_tmpdir();
@@ -270,6 +363,7 @@ int main(void)
 	test_rows();
 	test_recovered_write_loss();
 	test_many_cpus();
+	test_allocations();
 	test_rmtree(tmpdir);
 	free(tmpdir);
 	return tests_done("test-clickhouse");

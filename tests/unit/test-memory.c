@@ -7,8 +7,10 @@
  * a new boot); --pid/--event choose allocations but every free pairs; the
  * verdicts for input without frees; the index stays within the live set;
  * the curve merges its points as the span grows; the budget; JSON, SVG
- * and flame graph output.
+ * and flame graph output; the hook that is told of every pair.
  */
+#include <stdarg.h>
+
 #include "budget.h"
 #include "flamegraph.h"
 #include "helpers.h"
@@ -517,6 +519,85 @@ static void test_flamegraph_budget(void)
 	budget_clear_error();
 }
 
+/* What a hook was told, one line each. */
+static char hook_log[2048];
+
+static void hook_note(const char *fmt, ...)
+{
+	size_t n = strlen(hook_log);
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(hook_log + n, sizeof(hook_log) - n, fmt, ap);
+	va_end(ap);
+}
+
+static int hook_alloc(const struct sample *s, void *userdata, uint64_t *ret_cookie)
+{
+	(void)userdata;
+	*ret_cookie = s->ts;
+	hook_note("alloc %" PRIu64 "\n", s->ts);
+	return 0;
+}
+
+static int hook_pair(const struct memory_pair *p, void *userdata)
+{
+	static const char *const ends[] = { "freed", "lost", "live" };
+
+	(void)userdata;
+	hook_note("%s %" PRIu64 " %s %#" PRIx64 " %" PRIu64 " %s %" PRIu64 "\n", ends[p->end],
+		  p->cookie, p->pages ? "page" : "slab", p->key, p->bytes, p->kind,
+		  p->end_sample ? p->end_sample->ts : 0);
+	return 0;
+}
+
+static int hook_unknown(const struct sample *s, bool pages, uint64_t key, void *userdata)
+{
+	(void)userdata;
+	hook_note("unknown %" PRIu64 " %s %#" PRIx64 "\n", s->ts, pages ? "page" : "slab", key);
+	return 0;
+}
+
+/*
+ * The hook is told each selected allocation and how it ends: freed, its
+ * pointer allocated again, live at its boot's end or at the end; a free
+ * of what was not read; nothing of an allocation --pid leaves out, even
+ * when it is freed.
+ */
+static void test_hook(void)
+{
+	static const struct ev evs[] = {
+		A("kmalloc", 10, 0xa000, 1024, st_pipe),
+		F("kfree", 20, 0xa000),
+		{ "kmalloc", 30, 0xc000, 64, st_pipe, ARRAY_SIZE(st_pipe), 7, 0, NULL },
+		F("kfree", 35, 0xc000),
+		A("kmalloc", 40, 0xd000, 512, st_pipe),
+		A("kmalloc", 50, 0xd000, 512, st_pipe),
+		F("kfree", 60, 0xe000),
+		A("mm_page_alloc", 70, 0x10, 1, st_page),
+		{ "kmalloc", 80, 0xf000, 256, st_pipe, ARRAY_SIZE(st_pipe), 0, 0, "boot-b" },
+	};
+	struct memory_hook h = { .alloc = hook_alloc, .pair = hook_pair,
+				 .unknown_free = hook_unknown };
+	_cleanup_(memory_freep) struct memory *m = NULL;
+
+	hook_log[0] = '\0';
+	m = run(&(struct memory_options){ .pid = 100, .hook = &h }, evs, ARRAY_SIZE(evs));
+	CHECK(m && memory_end_live(m) == 0);
+	CHECK_MSG(streq(hook_log, "alloc 10\n"
+				  "freed 10 slab 0xa000 1024 kmalloc-1024 20\n"
+				  "alloc 40\n"
+				  "lost 40 slab 0xd000 512 kmalloc-512 50\n"
+				  "alloc 50\n"
+				  "unknown 60 slab 0xe000\n"
+				  "alloc 70\n"
+				  "live 50 slab 0xd000 512 kmalloc-512 0\n"
+				  "live 70 page 0x10 8192 pages-order1 0\n"
+				  "alloc 80\n"
+				  "live 80 slab 0xf000 256 kmalloc-256 0\n"),
+		  "%s", hook_log);
+}
+
 int main(void)
 {
 	test_basic();
@@ -529,5 +610,6 @@ int main(void)
 	test_hot_pointer();
 	test_flamegraph_budget();
 	test_callers();
+	test_hook();
 	return tests_done("test-memory");
 }
