@@ -391,11 +391,17 @@ static int start_reset(struct generations *g, const char *why)
 
 	/*
 	 * Every id of an event before the end marker must be in the old
-	 * generation: a snapshot after the marker holds them. When the map
-	 * is read once more right before the reset, that look is the one,
-	 * and the final snapshot (the longer read, with the counters) comes
-	 * before the marker: the window then spans that last look and the
-	 * reset only.
+	 * generation as far as it is known: a look at the map after the
+	 * marker, or taken at the very moment it is written, holds them (an
+	 * id assigned in between is absent from the generation: unresolved,
+	 * never wrong). When the map is read once more right before the
+	 * reset, that look is the one, and the final snapshot (the longer
+	 * read, with the counters) comes before the marker. The binary
+	 * export's snapshot is taken when it is opened: it is opened before
+	 * the marker and read after the marker that follows the reset, so
+	 * the window spans the two markers and the reset only, not the read
+	 * (on the CPUs that did not write the markers, most of what stayed
+	 * unresolved lay in that read).
 	 */
 	g->kind = SEGMENT_GEN_RESET_LOSSLESS;
 	reread = stackmap_rereads_before_reset(g->sm);
@@ -413,8 +419,15 @@ static int start_reset(struct generations *g, const char *why)
 	(void)stackmap_snapshot_final(g->sm);
 	/* without it (a full buffer) the window opens at the last snapshot that matched */
 	raise_priority(g);
-	if (reread && write_marker(g, g->end_marker, sizeof(g->end_marker), g->gen_before, "end") < 0)
-		log_debug("cannot write the marker before the reset, continuing");
+	if (reread) {
+		int o = stackmap_open_last_look(g->sm);
+
+		if (o < 0)
+			log_errno(LOG_DEBUG, o, "cannot open the map for a last look, reading it before the "
+					"reset instead");
+		if (write_marker(g, g->end_marker, sizeof(g->end_marker), g->gen_before, "end") < 0)
+			log_debug("cannot write the marker before the reset, continuing");
+	}
 	r = stackmap_write_reset(g->sm);
 	if (r < 0) {
 		restore_priority(g);
@@ -424,6 +437,19 @@ static int start_reset(struct generations *g, const char *why)
 		g->kind = SEGMENT_GEN_RESET_EXTERNAL;
 	write_begin_marker(g);
 	restore_priority(g);
+	if (r == 0) {
+		int m = stackmap_merge_last_look(g->sm);
+
+		if (m == STACKMAP_SNAP_EXTERNAL) {
+			log_warn("the stack map was reset by someone else just before our reset; ids "
+				 "near that moment stay unresolved unless both generations agree, "
+				 "continuing");
+			g->kind = SEGMENT_GEN_RESET_EXTERNAL;
+		} else if (m < 0) {
+			log_errno(LOG_WARNING, m, "cannot read the last look at the map, its new ids stay "
+					"unresolved, continuing");
+		}
+	}
 	g->step = STEP_LOSSLESS;
 	flush_then(g, NULL, after_flush);
 	return 0;

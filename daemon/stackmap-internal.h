@@ -95,6 +95,7 @@ struct stackmap {
 
 	struct stackmap_export snap;
 	struct buf bin;
+	int last_look_fd;		/* stack_map_bin opened for the look before a reset, or -1 */
 	struct stackmap_stat stat;
 	size_t last_snap_ids;
 

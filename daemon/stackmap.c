@@ -56,21 +56,34 @@ static void sleep_usec(uint64_t usec)
 		;
 }
 
-/* Read stack_map_bin into sm->bin. Only one opener at a time: retry EBUSY briefly. */
-static int read_bin(struct stackmap *sm)
+static int safe_close_fd(int fd)
 {
-	_cleanup_close_ int fd = -1;
+	if (fd >= 0)
+		(void)close(fd);
+	return -1;
+}
 
+/*
+ * Open stack_map_bin: the kernel takes its snapshot then. Only one opener
+ * at a time: retry EBUSY briefly.
+ */
+static int open_bin(struct stackmap *sm)
+{
 	for (int i = 0;; i++) {
-		fd = open(sm->path_bin, O_RDONLY | O_CLOEXEC);
+		int fd = open(sm->path_bin, O_RDONLY | O_CLOEXEC);
+
 		if (fd >= 0)
-			break;
+			return fd;
 		if (errno != EBUSY || i == BIN_BUSY_RETRIES)
 			return -errno;
 		/* The other opener holds a snapshot for as long as it reads: give it a moment. */
 		sleep_usec(USEC_PER_MSEC << i);
 	}
+}
 
+/* Read the snapshot of an open stack_map_bin into sm->bin. */
+static int read_bin_fd(struct stackmap *sm, int fd)
+{
 	buf_reset(&sm->bin);
 	for (;;) {
 		ssize_t n;
@@ -91,6 +104,16 @@ static int read_bin(struct stackmap *sm)
 		if (sm->bin.len > STACKMAP_BIN_MAX_SIZE)
 			return -EFBIG;
 	}
+}
+
+/* Read stack_map_bin into sm->bin. */
+static int read_bin(struct stackmap *sm)
+{
+	_cleanup_close_ int fd = open_bin(sm);
+
+	if (fd < 0)
+		return fd;
+	return read_bin_fd(sm, fd);
 }
 
 static uint32_t id_limit(const struct stackmap *sm)
@@ -350,6 +373,7 @@ int stackmap_new(const char *tracing_dir, const struct config *c, struct stackma
 		return -ENOMEM;
 	sm->opt_prev = -1;
 	sm->base = 1;
+	sm->last_look_fd = -1;
 	if (strprintf(&sm->path_map, "%s/stack_map", tracing_dir) < 0 ||
 	    strprintf(&sm->path_bin, "%s/stack_map_bin", tracing_dir) < 0 ||
 	    strprintf(&sm->path_stat, "%s/stack_map_stat", tracing_dir) < 0 ||
@@ -380,6 +404,7 @@ struct stackmap *stackmap_free(struct stackmap *sm)
 	for (size_t i = 0; i < sm->nr_gens; i++)
 		sm_slots_clear(sm, &sm->gens[i].slots);
 	sm_slots_clear(sm, &sm->pending);
+	sm->last_look_fd = safe_close_fd(sm->last_look_fd);
 	free(sm->gens);
 	stackmap_export_done(&sm->snap);
 	buf_done(&sm->bin);
@@ -625,10 +650,11 @@ int stackmap_write_reset(struct stackmap *sm)
 	 * enough to widen the window more than it helps); a failure leaves
 	 * the final snapshot in force.
 	 */
-	if (!sm->pending_external && sm->have_bin)
+	if (!sm->pending_external && sm->have_bin && sm->last_look_fd < 0)
 		(void)snapshot_and_merge(sm, 0, false);
 	if (sm->pending_external) {
 		/* Somebody else already reset the map since the last good snapshot. */
+		sm->last_look_fd = safe_close_fd(sm->last_look_fd);
 		sm->state = SM_RESET;
 		return 1;
 	}
@@ -648,6 +674,8 @@ int stackmap_write_reset(struct stackmap *sm)
 			/* The map was not reset: the generation goes on. */
 			if (r == -EBUSY)
 				sm->counters.reset_busy = sat_add(sm->counters.reset_busy, 1);
+			/* later snapshots read the map that goes on */
+			sm->last_look_fd = safe_close_fd(sm->last_look_fd);
 			sm->state = SM_RUNNING;
 			return r;
 		}
@@ -658,6 +686,65 @@ int stackmap_write_reset(struct stackmap *sm)
 	sm->counters.last_reset_usec = t1 - t0;
 	sm->state = SM_RESET;
 	return 0;
+}
+
+int stackmap_open_last_look(struct stackmap *sm)
+{
+	int fd;
+
+	assert(sm);
+
+	if (sm->state != SM_FINAL || sm->pending_external || !sm->have_bin)
+		return 0;
+	sm->last_look_fd = safe_close_fd(sm->last_look_fd);
+	fd = open_bin(sm);
+	if (fd < 0)
+		return fd;
+	sm->last_look_fd = fd;
+	return 1;
+}
+
+int stackmap_merge_last_look(struct stackmap *sm)
+{
+	_cleanup_close_ int fd = -1;
+	struct sm_gen *cur;
+	int r;
+
+	assert(sm);
+
+	fd = sm->last_look_fd;
+	sm->last_look_fd = -1;
+	cur = sm_gen_cur(sm);
+	if (fd < 0 || sm->state != SM_RESET || !cur)
+		return 0;
+	r = read_bin_fd(sm, fd);
+	if (r >= 0)
+		r = stackmap_export_parse_bin(&sm->snap, sm->bin.data, sm->bin.len, id_limit(sm));
+	if (r < 0) {
+		/* the final snapshot stays in force: ids of the last gap stay unresolved */
+		sm->counters.snapshot_errors++;
+		return r;
+	}
+	sm->last_snap_ids = sm->snap.n;
+	if (!sm->stat.valid)
+		sm->counters.entries = sm->snap.n;
+	sm->counters.snapshots++;
+	if (!snapshot_consistent(sm)) {
+		/*
+		 * Reset by someone else after the final snapshot, before ours:
+		 * events near it may hold ids of a map never read. The next
+		 * generation's window then opens at the last snapshot that
+		 * matched, as for any reset found late; its content is the map
+		 * our reset left, read from now on.
+		 */
+		sm_slots_clear(sm, &sm->pending);
+		sm->pending_stale = false;
+		sm->pending_external = true;
+		return STACKMAP_SNAP_EXTERNAL;
+	}
+	r = sm_slots_merge(sm, &cur->slots, &sm->snap,
+			   sm->nr_gens > 1 ? &sm->gens[sm->nr_gens - 2].slots : NULL);
+	return r < 0 ? r : 0;
 }
 
 int stackmap_begin_generation(struct stackmap *sm, enum segment_gen_kind kind,

@@ -203,6 +203,30 @@ int stackmap_snapshot_final(struct stackmap *sm);
 int stackmap_write_reset(struct stackmap *sm);
 
 /*
+ * Lossless reset, between steps 1 and 2 (binary export only): take the
+ * look at the map right before the reset now. The kernel takes the
+ * binary export's snapshot when it is opened, so this opens it, and
+ * stackmap_write_reset() then writes the reset without reading first;
+ * the marker that opens the reset window may follow this call. Returns
+ * 1 when the export is open, 0 when there is nothing to do (no binary
+ * export, the map found reset by someone else, not after
+ * stackmap_snapshot_final()), -errno when it cannot be opened (then
+ * stackmap_write_reset() reads the map before the reset as without it).
+ */
+int stackmap_open_last_look(struct stackmap *sm);
+
+/*
+ * After stackmap_write_reset() returned 0, once the marker after the
+ * reset is written: read the snapshot stackmap_open_last_look() took and
+ * add its ids to the old generation. Returns 0 (also when there was no
+ * such snapshot), STACKMAP_SNAP_EXTERNAL when it shows the map was reset
+ * by someone else after the final snapshot (the next generation is then
+ * RESET_EXTERNAL, with a window opening at the last snapshot that
+ * matched), -errno when it cannot be read (its ids then stay unknown).
+ */
+int stackmap_merge_last_look(struct stackmap *sm);
+
+/*
  * Whether stackmap_write_reset() reads the map once more before it
  * writes the reset (the binary export is there): then every id of an
  * event written before that look is in the old generation, and the

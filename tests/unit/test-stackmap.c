@@ -901,6 +901,83 @@ static void test_final_finds_external(void)
 }
 
 /*
+ * The look before a reset is taken when the binary export is opened, and
+ * read after the reset: ids assigned before the open are in the old
+ * generation, ids assigned after it are not (they stay unresolved), and
+ * a reset by someone else that the look shows makes the next generation
+ * EXTERNAL. The kernel's snapshot at open is played by replacing the file
+ * while it is open.
+ */
+static void test_last_look_at_open(void)
+{
+	_cleanup_free_ char *dir = new_tree();
+	const struct fstack other = { .id = 3, .refs = 1, .nr = 1, .ips = { 0x99 } };
+	struct fstack more[ARRAY_SIZE(map_a2) + 2];
+	struct segment_generation g;
+	struct stackmap *sm = NULL;
+	uint64_t bm[4] = {};
+	struct tables t;
+	struct lookup l;
+	struct config c;
+	char *s;
+
+	test_config(&c);
+	memcpy(more, map_a2, sizeof(map_a2));
+	more[ARRAY_SIZE(map_a2)] = (struct fstack){ .id = 150, .refs = 1, .nr = 1, .ips = { 0x150 } };
+	more[ARRAY_SIZE(map_a2) + 1] = (struct fstack){ .id = 151, .refs = 1, .nr = 1,
+							.ips = { 0x151 } };
+	put_map(dir, map_a2, ARRAY_SIZE(map_a2), 50);
+	CHECK(stackmap_new(dir, &c, &sm) == 0);
+	CHECK(stackmap_open_last_look(sm) == 0);	/* not before the final snapshot */
+	CHECK(stackmap_start(sm, NULL) == 0);
+	CHECK(stackmap_marker_seen(sm, "stackmapd: snap 1", 17, 5000) == 1);
+	CHECK(stackmap_snapshot(sm, 1) == 0);
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	put_map(dir, more, ARRAY_SIZE(more) - 1, 60);		/* 150 assigned */
+	CHECK(stackmap_open_last_look(sm) == 1);
+	rm_file(dir, "stack_map_bin");
+	put_map(dir, more, ARRAY_SIZE(more), 61);		/* 151 after the look */
+	CHECK(stackmap_write_reset(sm) == 0);
+	s = get_str(dir, "stack_map");
+	CHECK(s && s[0] == '0');
+	free(s);
+	put_map(dir, map_b, 1, 1);
+	CHECK(stackmap_merge_last_look(sm) == 0);
+	CHECK(stackmap_merge_last_look(sm) == 0);	/* once */
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, &WIN(9000, 10000), &g) == 0);
+	CHECK(g.kind == SEGMENT_GEN_RESET_LOSSLESS && g.generation == 2);
+	set_bit(bm, 150);
+	set_bit(bm, 151);
+	CHECK(get_tables(sm, bm, 256, 1, 2, 0, 0, &t) == 0);
+	CHECK(find_entry(&t, 1, 150, &l) && l.e.nr == 1 && l.ips[0] == 0x150);
+	CHECK(!find_entry(&t, 1, 151, &l) || (l.e.flags & SEGMENT_STACK_F_ABSENT));
+	tables_done(&t);
+
+	/* Somebody else resets the map after the final snapshot: seen in the look. */
+	CHECK(stackmap_marker_seen(sm, "stackmapd: snap 2", 17, 20000) == 1);
+	CHECK(stackmap_snapshot(sm, 2) == 0);
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	put_map(dir, &other, 1, 1);		/* 3 is another stack now */
+	CHECK(stackmap_open_last_look(sm) == 1);
+	CHECK(stackmap_write_reset(sm) == 0);
+	CHECK(stackmap_merge_last_look(sm) == STACKMAP_SNAP_EXTERNAL);
+	put_map(dir, map_b, 3, 3);
+	CHECK(stackmap_begin_generation(sm, SEGMENT_GEN_RESET_LOSSLESS, &WIN(29000, 30000), &g) == 0);
+	CHECK(g.kind == SEGMENT_GEN_RESET_EXTERNAL && g.generation == 3 &&
+	      g.window_begin == 20000 - GUARD_NS);
+
+	/* A write that fails leaves the generation going on, the look closed. */
+	CHECK(stackmap_snapshot_final(sm) == 0);
+	CHECK(stackmap_open_last_look(sm) == 1);
+	rm_file(dir, "stack_map");
+	CHECK(stackmap_write_reset(sm) < 0);
+	CHECK(stackmap_merge_last_look(sm) == 0);
+	CHECK(stackmap_generation(sm) == 3);
+	stackmap_free(sm);
+	test_rmtree(dir);
+}
+
+/*
  * Segments that end while a reset is made but its generation has not
  * begun (the daemon stops, or rotates on request, before the markers are
  * read back): the new map is read again at the segment's end, so an id
@@ -1301,6 +1378,7 @@ int main(void)
 	test_external();
 	test_generations_and_tables();
 	test_final_finds_external();
+	test_last_look_at_open();
 	test_unbegun_reset();
 	test_unseen_begin_marker();
 	test_text_only();

@@ -46,6 +46,19 @@ SYNC = 8
 SKIP = 3
 SKEW_SAMPLES = 31
 SKEW_TOLERANCE_NS = 50_000
+# The offset of one hit between the two recordings is the time the probe of
+# the first instance takes before the second reserves its slot: the
+# instances run in a fixed order, so the offsets have a hard edge on one
+# side (a few microseconds, never crossed) and a long tail on the other (an
+# interrupt or a slow emulated CPU in between). A candidate is accepted
+# from the usual offset out to SPREAD_FACTOR times the spread measured on
+# each side (the distance from the median to the SPREAD_QUANTILE of the
+# unambiguous offsets), at least MIN_MARGIN_NS: a neighbour of the same
+# fields a few tens of microseconds away on the edge's side is not the
+# same hit, however close it is in time.
+SPREAD_QUANTILE = 0.01
+SPREAD_FACTOR = 3
+MIN_MARGIN_NS = 10_000
 
 
 class Symbols:
@@ -169,7 +182,8 @@ def in_step(arch, i, orc, p, count):
 def estimate_skew(arch, index, orc_ts):
     """The usual time offset between the two recordings of one CPU, from its
     unambiguous events: those whose key occurs once in each recording within
-    MAX_SKEW_NS. None when there are fewer than SKEW_SAMPLES of them."""
+    MAX_SKEW_NS, and the offsets accepted as the same hit: (median, lowest,
+    highest). None when there are fewer than SKEW_SAMPLES of them."""
     arch_ts = [e.ts for e in arch]
     arch_index = defaultdict(list)
     for i, e in enumerate(arch):
@@ -192,7 +206,12 @@ def estimate_skew(arch, index, orc_ts):
     if len(offsets) < SKEW_SAMPLES:
         return None
     offsets.sort()
-    return offsets[len(offsets) // 2]
+    n = len(offsets)
+    median = offsets[n // 2]
+    q = min(n // 2, max(1, int(n * SPREAD_QUANTILE)))
+    below = min(MAX_SKEW_NS, max(MIN_MARGIN_NS, SPREAD_FACTOR * (median - offsets[q])))
+    above = min(MAX_SKEW_NS, max(MIN_MARGIN_NS, SPREAD_FACTOR * (offsets[n - 1 - q] - median)))
+    return median, median - below, median + above
 
 
 def match_cpu(arch, orc):
@@ -207,18 +226,21 @@ def match_cpu(arch, orc):
     keys a period apart, so the first candidate in step may be the same
     key one period off: of the candidates, the one whose time offset is
     nearest to the usual offset between the two recordings (the median of
-    the last matches) is taken, and none that is far from it. The usual
-    offset is known from the first event on, estimated from the events
-    that are unambiguous: a task that repeats the same allocation within
-    a fraction of a millisecond at the start (a daemon opening and
-    renaming files) must not be matched to its next call.
+    the last matches) is taken, and none outside the offsets measured for
+    the same hit. Those are known from the first event on, estimated from
+    the events that are unambiguous: a task that repeats the same
+    allocation within a fraction of a millisecond at the start (a daemon
+    opening and renaming files) must not be matched to its next call, nor
+    a socket's file to the open's that follows it in a loop, a few tens of
+    microseconds later when the socket's own copy is in the long tail.
     """
     index = defaultdict(list)
     for i, e in enumerate(orc):
         index[e.key].append(i)
     orc_ts = [e.ts for e in orc]
     pairs = []
-    skew0 = estimate_skew(arch, index, orc_ts)
+    est = estimate_skew(arch, index, orc_ts)
+    skew0 = est[0] if est is not None else None
     # the time offsets of the last matches: sorted, and oldest first
     order = [skew0] * SKEW_SAMPLES if skew0 is not None else []
     recent = list(order)
@@ -235,8 +257,13 @@ def match_cpu(arch, orc):
         while k < len(cand) and orc[cand[k]].ts <= a.ts + MAX_SKEW_NS:
             p = cand[k]
             k += 1
-            off = abs(orc[p].ts - a.ts - skew)
-            if (best is not None and off >= best[0]) or (settled and off > SKEW_TOLERANCE_NS):
+            dt = orc[p].ts - a.ts
+            off = abs(dt - skew)
+            if best is not None and off >= best[0]:
+                continue
+            if est is not None and not est[1] <= dt <= est[2]:
+                continue
+            if est is None and settled and off > SKEW_TOLERANCE_NS:
                 continue
             if p <= j + SKIP + 1 or in_step(arch, i, orc, p, min(SYNC, len(arch) - i)):
                 best = (off, p)
