@@ -198,38 +198,45 @@ WHERE (host, boot_id, recording_id, segment_seq, load_id) IN
 
 -- The end of each committed allocation its load left 'live', from the
 -- rows of every load: what comes next for its pointer (or pfn) in its
--- host's boot, by wall-clock time. A free: ended 'free'; an allocation:
+-- host's boot, by the trace clock (ts: the order the events had; the
+-- wall-clock times of two segments come from their own CLOCK pairs and
+-- may disagree by microseconds). A free: ended 'free'; an allocation:
 -- 'lost' (its free was not seen); nothing: no row (live). This is the
 -- rule memory.c pairs by (the latest allocation of a pointer takes its
 -- next free), over the allocations, their in-load frees and the frees
--- rows of the pointers concerned.
+-- rows of the pointers concerned. (Each event is joined with the next
+-- one as two arrays side by side: a pointer allocated again and again
+-- costs memory in proportion to its events, not to their square.)
 CREATE VIEW IF NOT EXISTS stackmapd.allocation_ends AS
-SELECT host, boot_id, allocator, ptr, e.1 AS alloc_ns, evs[i + 1].1 AS end_ns,
-	if(evs[i + 1].2 = 1, 'lost', 'free') AS end_kind
+SELECT host, boot_id, allocator, ptr, e.3 AS alloc_ns, next.3 AS end_ns,
+	if(next.2 = 1, 'lost', 'free') AS end_kind
 FROM (
-	SELECT host, boot_id, allocator, ptr, arraySort(groupArray((t, is_alloc))) AS evs
+	SELECT host, boot_id, allocator, ptr, arraySort(groupArray((ts, is_alloc, t))) AS evs,
+		arrayPushBack(arraySlice(evs, 2), (toUInt64(0), toUInt8(2), toUInt64(0))) AS nexts
 	FROM (
-		SELECT host, boot_id, allocator, ptr, alloc_ns AS t, toUInt8(1) AS is_alloc
+		SELECT host, boot_id, allocator, ptr, alloc_ts AS ts, toUInt8(1) AS is_alloc,
+			alloc_ns AS t
 		FROM stackmapd.allocations_committed
 		WHERE (host, boot_id, allocator, ptr) IN (SELECT host, boot_id, allocator, ptr
 			FROM stackmapd.allocations_committed WHERE ended = 'live')
 		UNION ALL
-		SELECT host, boot_id, allocator, ptr, assumeNotNull(free_ns) AS t,
-			toUInt8(0) AS is_alloc
+		SELECT host, boot_id, allocator, ptr, assumeNotNull(free_ts) AS ts,
+			toUInt8(0) AS is_alloc, assumeNotNull(free_ns) AS t
 		FROM stackmapd.allocations_committed
 		WHERE ended = 'free' AND (host, boot_id, allocator, ptr) IN
 			(SELECT host, boot_id, allocator, ptr
 			 FROM stackmapd.allocations_committed WHERE ended = 'live')
 		UNION ALL
-		SELECT host, boot_id, allocator, ptr, free_ns AS t, toUInt8(0) AS is_alloc
+		SELECT host, boot_id, allocator, ptr, free_ts AS ts, toUInt8(0) AS is_alloc,
+			free_ns AS t
 		FROM stackmapd.frees_committed
 		WHERE (host, boot_id, allocator, ptr) IN (SELECT host, boot_id, allocator, ptr
 			FROM stackmapd.allocations_committed WHERE ended = 'live')
 	)
 	GROUP BY host, boot_id, allocator, ptr
 )
-ARRAY JOIN evs AS e, arrayEnumerate(evs) AS i
-WHERE e.2 = 1 AND i < length(evs);
+ARRAY JOIN evs AS e, nexts AS next
+WHERE e.2 = 1 AND next.2 != 2;
 
 -- The committed allocations with their ends across loads: ended 'free',
 -- 'lost' (free_ns: when the pointer was allocated again) or 'live'
