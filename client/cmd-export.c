@@ -149,6 +149,7 @@ static int export_clickhouse(struct selection *sel, struct sample_source_options
 		return 1;
 	}
 	so->orphan_stacks = true;
+	so->segment_entries = true;	/* a segment's rows do not depend on its batch */
 	so->fields = memory_fields;	/* the allocations, paired (memory.h) */
 	sel->markers = true;	/* every event, as info counts them: the daemon's markers too */
 	ret = sample_source_run(sel, so, ch_sample, c);

@@ -328,8 +328,24 @@ static int on_event(struct source *src, const struct decoded_event *ev)
 		/* the owner is of the stack's segment, which may follow the event's */
 		if (p->set && p->event && ev->owner && streq(ev->owner->name, p->name) &&
 		    streq(ev->owner->system, p->system)) {
+			size_t nr = stack_frames(src, ev);
+
 			p->s.stack_entry = ev->kind != DECODED_STACK_MISSING;
-			return flush(src, p, stack_frames(src, ev));
+			if (!src->o->segment_entries || origin == p->origin || !p->s.stack_entry)
+				return flush(src, p, nr);
+			/* the stack's entry stays its segment's (segment_entries) */
+			p->s.stack_entry = false;
+			if (flush(src, p, nr) < 0)
+				return -ECANCELED;
+			pid = tep_data_pid(ev->tep, ev->record);
+			keep(src, p, ev, origin, pid);
+			copy_str(p->name, sizeof(p->name), "[unknown]");
+			p->system[0] = '\0';
+			copy_str(p->comm, sizeof(p->comm), tep_data_comm_from_pid(ev->tep, pid));
+			p->call_site[0] = '\0';
+			p->s.stack_entry = true;
+			p->s.no_event = true;
+			return flush(src, p, nr);
 		}
 		if (!src->o->orphan_stacks || ev->kind == DECODED_STACK_MISSING)
 			return 0;	/* a stack whose event was not seen (lost) */

@@ -24,6 +24,16 @@ struct sample_source_options {
 	 */
 	bool orphan_stacks;
 	/*
+	 * With orphan_stacks: each entry counts in the segment that holds it.
+	 * A stack that starts a segment after its event ended the one before
+	 * still pairs with that event (whose sample then counts the event's
+	 * entry only), and is also a sample of its own in its segment, as if
+	 * that segment were read alone (no event, "[unknown]"): what each
+	 * segment's samples count does not depend on the segments read with
+	 * it (the fleet's exactly-once rows).
+	 */
+	bool segment_entries;
+	/*
 	 * Fill sample.fields with these fields of the event (a NULL-terminated
 	 * list of at most SAMPLE_SOURCE_MAX_FIELDS names; NULL: none), those
 	 * its type has, in this order: numbers in decimal, strings as they are.
