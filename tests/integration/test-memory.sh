@@ -5,13 +5,19 @@
 # holds N pipes for a second and closes them. The peak must come while the
 # pipes were held, its first stack must be the pipes' allocation path with
 # at least N objects, and they must be freed by the end; the SVG must mark
-# the curve's highest point with the peak's bytes (check-memory.py). An
+# the curve's highest point with the peak's bytes (check-memory.py), also
+# where headless Chromium draws them (check-memory-browser.py;
+# MEMORY_SCREENSHOT=FILE.png keeps its screenshot). An
 # archive without frees, and a filter that matches no allocation, are errors;
 # an archive whose kernel buffers dropped events claims no pair certain.
 . "$top_srcdir/tests/lib.sh"
 
 need_tracefs
 need_cmd python3
+need_cmd chromium
+need_cmd chromedriver
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import selenium' 2>/dev/null ||
+	skip "needs Debian's python3-selenium"
 : "${MKSEG:=$top_builddir/tests/integration/mkseg}"
 need_built "$STACKMAPD" "$STACKMAPCTL" "$SMLOAD" "$MKSEG"
 need_events kmem:kmalloc kmem:kmem_cache_alloc kmem:kfree kmem:kmem_cache_free
@@ -48,6 +54,9 @@ no_log_errors "$tmp/daemon.log"
 	> "$tmp/memory.json" 2> "$tmp/memory.err" || fail "memory failed: $(cat "$tmp/memory.err")"
 python3 "$CHECK" "$tmp/memory.json" "$tmp/curve.svg" "$tmp/workload" "$N" ||
 	fail "memory does not match the workload"
+/usr/bin/python3 "$top_srcdir/tests/integration/check-memory-browser.py" "$tmp/curve.svg" \
+	"$tmp/memory.json" "${MEMORY_SCREENSHOT:-$tmp/curve.png}" ||
+	fail "the curve as Chromium draws it does not mark the peak of the data"
 
 # the text: the same peak, the pipes' path on top of its tree; a flame graph of it
 "$STACKMAPCTL" memory --comm smload --width 0 --flamegraph "$tmp/peak.svg" "$tmp/archive" \
