@@ -184,3 +184,25 @@ int cmd_output_finish(struct cmd_output *o, int r)
 	}
 	return r;
 }
+
+int cmd_output_write(const char *path, int (*fn)(void *data, FILE *f), void *data)
+{
+	struct cmd_output out;
+	FILE *f;
+	int r;
+
+	assert(path);
+	assert(fn);
+
+	r = cmd_output_open(&out, path);
+	if (r < 0)
+		return r;
+	f = fdopen(out.fd, "we");
+	if (!f)
+		return cmd_output_finish(&out, -errno);
+	out.fd = -1;		/* fclose() closes it */
+	r = fn(data, f);
+	if (fclose(f) != 0 && r >= 0)
+		r = -errno;
+	return cmd_output_finish(&out, r);
+}

@@ -4,6 +4,7 @@
 #define STACKMAPCTL_CMD_COMMON_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "json.h"
 #include "progress.h"
@@ -73,5 +74,12 @@ int cmd_output_open(struct cmd_output *o, const char *path);
  * -errno of closing or renaming.
  */
 int cmd_output_finish(struct cmd_output *o, int r);
+
+/*
+ * Write path whole or not at all (struct cmd_output) through a stdio
+ * stream: fn(data, f) writes it and returns >= 0 or -errno. Returns that,
+ * or the -errno of opening, closing or renaming.
+ */
+int cmd_output_write(const char *path, int (*fn)(void *data, FILE *f), void *data);
 
 #endif

@@ -74,25 +74,25 @@ static int subtitle(char **ret, const char *filters, const struct selection *sel
 	return 0;
 }
 
+struct svg_job {
+	const struct flamegraph *fg;
+	const struct flamegraph_options *o;
+};
+
+static int svg_to(void *data, FILE *f)
+{
+	const struct svg_job *j = data;
+
+	return flamegraph_write(j->fg, f, j->o);
+}
+
 static int write_svg(const struct flamegraph *fg, const char *path, const char *title,
 		     const char *sub)
 {
 	struct flamegraph_options o = { .title = title, .subtitle = sub, .count_name = "events" };
-	struct cmd_output out;
-	FILE *f;
-	int r;
+	struct svg_job j = { fg, &o };
 
-	r = cmd_output_open(&out, path);
-	if (r < 0)
-		return r;
-	f = fdopen(out.fd, "we");
-	if (!f)
-		return cmd_output_finish(&out, -errno);
-	out.fd = -1;		/* fclose() closes it */
-	r = flamegraph_write(fg, f, &o);
-	if (fclose(f) != 0 && r >= 0)
-		r = -errno;
-	return cmd_output_finish(&out, r);
+	return cmd_output_write(path, svg_to, &j);
 }
 
 int cmd_flamegraph(int argc, char **argv)

@@ -279,25 +279,6 @@ static int explain(enum memory_verdict verdict, const struct memory_args *a, uin
 	}
 }
 
-static int write_file_with(const char *path, int (*fn)(void *data, FILE *f), void *data)
-{
-	struct cmd_output out;
-	FILE *f;
-	int r;
-
-	r = cmd_output_open(&out, path);
-	if (r < 0)
-		return r;
-	f = fdopen(out.fd, "we");
-	if (!f)
-		return cmd_output_finish(&out, -errno);
-	out.fd = -1;		/* fclose() closes it */
-	r = fn(data, f);
-	if (fclose(f) != 0 && r >= 0)
-		r = -errno;
-	return cmd_output_finish(&out, r);
-}
-
 static int svg_to(void *data, FILE *f)
 {
 	return memory_write_svg(data, f, "live kernel memory (stackmapctl memory)");
@@ -374,7 +355,7 @@ int cmd_memory(int argc, char **argv)
 		return 1;
 	}
 	if (a.svg) {
-		r = write_file_with(a.svg, svg_to, m);
+		r = cmd_output_write(a.svg, svg_to, m);
 		if (r < 0) {
 			log_errno(LOG_ERR, r, "cannot write '%s'", a.svg);
 			return 1;
@@ -389,7 +370,7 @@ int cmd_memory(int argc, char **argv)
 		else if (a.o.at)
 			d.title = "bytes live at --at";
 
-		r = write_file_with(a.flamegraph, flamegraph_to, &d);
+		r = cmd_output_write(a.flamegraph, flamegraph_to, &d);
 		if (r < 0) {
 			log_errno(LOG_ERR, r, "cannot write '%s'", a.flamegraph);
 			return 1;
