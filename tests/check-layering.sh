@@ -21,6 +21,7 @@
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 cd "$top_srcdir" || exit 99
+. tests/lib-source.sh
 
 bad=0
 violation() { echo "$*"; bad=1; }
@@ -32,26 +33,6 @@ for h in daemon/*.h; do
 	n=${h#daemon/}
 	compgen -G "lib/*/$n" >/dev/null || daemon_header[$n]=1
 done
-
-# strip FILE: FILE without its comments (lines kept, so numbers stay right);
-# string literals are left as they are.
-strip() {
-	awk '{
-		out = ""; s = $0
-		while (s != "") {
-			if (incomment) {
-				i = index(s, "*/")
-				if (!i) { s = ""; break }
-				s = substr(s, i + 2); incomment = 0; continue
-			}
-			a = index(s, "/*"); b = index(s, "//")
-			if (a && (!b || a < b)) { out = out substr(s, 1, a - 1) " "; s = substr(s, a + 2); incomment = 1; continue }
-			if (b) { out = out substr(s, 1, b - 1); s = ""; break }
-			out = out s; s = ""
-		}
-		print out
-	}' "$1"
-}
 
 for f in lib/*/*.[ch] client/*.[ch]; do
 	[ -f "$f" ] || continue
