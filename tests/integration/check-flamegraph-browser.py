@@ -16,39 +16,12 @@ Exit status 0 if every check passed, 1 otherwise (each failure printed).
 import argparse
 import re
 import sys
-import tempfile
-import time
 import xml.dom.minidom
 
-from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
-    return cond
-
-
-def wait_for(fn, what, timeout=20.0):
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            v = fn()
-            if v:
-                return v
-        except WebDriverException:
-            pass
-        if time.monotonic() > end:
-            check(False, "timed out waiting for " + what)
-            return None
-        time.sleep(0.05)
+from headless import check, chromium, failures, wait_for
 
 
 def svg_frames(path):
@@ -101,20 +74,8 @@ def main():
 
     frames = svg_frames(a.svg)
     check(len(frames) > 3, "the SVG has %d frames" % len(frames))
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1600,1000", "--hide-scrollbars"):
-        opts.add_argument(arg)
-    profile = tempfile.TemporaryDirectory(prefix="fg-browser.")
-    opts.add_argument("--user-data-dir=" + profile.name)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
-    try:
+    with chromium("1600,1000") as driver:
         run(driver, a, frames)
-    finally:
-        driver.quit()
-        profile.cleanup()
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)
         return 1

@@ -13,36 +13,8 @@ Exit status 0 if every check passed, 1 otherwise (each failure printed).
 """
 import json
 import sys
-import tempfile
-import time
 
-from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
-    return cond
-
-
-def wait_for(fn, what, timeout=20.0):
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            v = fn()
-            if v:
-                return v
-        except WebDriverException:
-            pass
-        if time.monotonic() > end:
-            check(False, "timed out waiting for " + what)
-            return None
-        time.sleep(0.05)
+from headless import check, chromium, failures, wait_for
 
 
 # Where the browser draws them, in page pixels: the curve's highest point
@@ -78,16 +50,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     svg, doc, shot = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1400,900", "--hide-scrollbars"):
-        opts.add_argument(arg)
-    profile = tempfile.TemporaryDirectory(prefix="memory-browser.")
-    opts.add_argument("--user-data-dir=" + profile.name)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
-    try:
+    with chromium("1400,900") as driver:
         driver.get("file://" + svg)
         g = wait_for(lambda: driver.execute_script(GEOMETRY), "the curve and its peak mark")
         errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
@@ -104,9 +67,6 @@ def main():
                   "no label says the peak's %s: %s" % (want, [t for t in g["labels"]
                                                            if t.startswith("peak")]))
         driver.save_screenshot(shot)
-    finally:
-        driver.quit()
-        profile.cleanup()
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)
         return 1
